@@ -1,0 +1,31 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "vk/device.h"
+
+namespace kv::cli {
+
+struct GlobalOptions {
+  vk::DeviceOptions device;
+  bool verbose = false;
+};
+
+struct Command {
+  const char* name;
+  const char* summary;
+  const char* help;  // full usage text
+  int (*run)(const GlobalOptions&, const std::vector<std::string>&);
+};
+
+int run_devices(const GlobalOptions&, const std::vector<std::string>&);
+int run_info(const GlobalOptions&, const std::vector<std::string>&);
+int run_synth(const GlobalOptions&, const std::vector<std::string>&);
+int run_dense(const GlobalOptions&, const std::vector<std::string>&);
+
+extern const char* const kDevicesHelp;
+extern const char* const kInfoHelp;
+extern const char* const kSynthHelp;
+extern const char* const kDenseHelp;
+
+}  // namespace kv::cli

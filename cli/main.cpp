@@ -1,0 +1,87 @@
+// kvscope: command-line front end of the engine. Parses global options,
+// dispatches to a subcommand, and turns errors into one line and an exit code
+// (2: bad usage or input, 1: device failure).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "error.h"
+
+namespace {
+
+using kv::cli::Command;
+
+const Command kCommands[] = {
+    {"devices", "list Vulkan devices", kv::cli::kDevicesHelp, kv::cli::run_devices},
+    {"info", "describe a capture file", kv::cli::kInfoHelp, kv::cli::run_info},
+    {"synth", "write a synthetic capture", kv::cli::kSynthHelp, kv::cli::run_synth},
+    {"dense", "dense attention on the GPU, timed, checked against the float64 reference", kv::cli::kDenseHelp,
+     kv::cli::run_dense},
+};
+
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "usage: kvscope [--device N|NAME] [--verbose] [--debug] COMMAND [options]\n\n"
+               "Query-aware KV-cache selection and sparse attention on any Vulkan GPU.\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\nglobal options:\n"
+               "  --device N|NAME  device index or name substring (default: discrete GPU, else integrated, else CPU)\n"
+               "  --verbose        more detail on stderr\n"
+               "  --debug          enable the Khronos validation layer\n"
+               "\n'kvscope COMMAND --help' describes a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kv::cli::GlobalOptions global;
+  std::vector<std::string> rest;
+  const Command* command = nullptr;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (!command && a == "--device") {
+        if (i + 1 >= argc) throw kv::InputError("--device needs a value");
+        global.device.selector = argv[++i];
+      } else if (!command && a.rfind("--device=", 0) == 0) {
+        global.device.selector = a.substr(9);
+      } else if (a == "--verbose") {
+        global.verbose = true;
+      } else if (a == "--debug") {
+        global.device.validation = true;
+      } else if (!command && (a == "--help" || a == "-h")) {
+        print_usage(stdout);
+        return 0;
+      } else if (!command) {
+        for (const Command& c : kCommands)
+          if (a == c.name) command = &c;
+        if (!command) throw kv::InputError("unknown command '" + a + "' (see 'kvscope --help')");
+      } else {
+        rest.push_back(a);
+      }
+    }
+    if (!command) throw kv::InputError("no command given (see 'kvscope --help')");
+    for (const std::string& a : rest)
+      if (a == "--help" || a == "-h") {
+        std::fputs(command->help, stdout);
+        return 0;
+      }
+    return command->run(global, rest);
+  } catch (const kv::InputError& e) {
+    std::fprintf(stderr, "kvscope: %s\n", e.what());
+    return 2;
+  } catch (const kv::DeviceError& e) {
+    std::fprintf(stderr, "kvscope: device error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "kvscope: out of host memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvscope: %s\n", e.what());
+    return 1;
+  }
+}

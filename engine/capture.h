@@ -1,0 +1,84 @@
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "safetensors.h"
+
+namespace kv {
+
+inline constexpr const char* kCaptureFormat = "kvscope-capture/1";
+
+struct AttentionShape {
+  uint32_t heads = 0;     // H
+  uint32_t kv_heads = 0;  // G
+  uint32_t tokens = 0;    // T
+  uint32_t dim = 0;       // d
+  uint32_t group() const { return heads / kv_heads; }  // r
+};
+
+struct CaptureLayer {
+  int index = 0;
+  AttentionShape shape;
+  DType dtype = DType::f16;
+  const TensorView* q = nullptr;  // [H, T, d]
+  const TensorView* k = nullptr;  // [G, T, d]
+  const TensorView* v = nullptr;  // [G, T, d]
+};
+
+// A capture file (../shared/spec/CAPTURE.md), checked in full on open.
+class Capture {
+ public:
+  explicit Capture(const std::filesystem::path& path);
+
+  const SafetensorsFile& file() const { return file_; }
+  const std::vector<CaptureLayer>& layers() const { return layers_; }
+  const CaptureLayer& layer(int index) const;  // InputError if absent
+  uint32_t tokens() const { return layers_.front().shape.tokens; }
+  std::string model() const;
+  std::string source() const;
+  // Logit scale: metadata `scale`, else 1/sqrt(d).
+  double scale(const CaptureLayer& layer) const;
+
+  bool has_token_ids() const { return token_ids_ != nullptr; }
+  bool has_token_text() const { return token_text_ != nullptr; }
+  std::vector<int32_t> token_ids() const;
+  std::string token_text(uint32_t position) const;  // "" without text
+
+ private:
+  SafetensorsFile file_;
+  std::vector<CaptureLayer> layers_;
+  std::optional<double> scale_;
+  const TensorView* token_ids_ = nullptr;
+  const TensorView* token_text_ = nullptr;
+  const TensorView* token_offsets_ = nullptr;
+};
+
+// Values of an F16/BF16/F32 tensor (or a byte range of one) as float.
+std::vector<float> to_float(DType dtype, std::span<const std::byte> bytes);
+// Floats stored as `dtype` (F16, BF16 or F32), little-endian.
+std::vector<std::byte> from_float(DType dtype, std::span<const float> values);
+
+// What write_capture stores for one layer; the byte spans must outlive the call.
+struct CaptureLayerData {
+  int index = 0;
+  AttentionShape shape;
+  DType dtype = DType::f16;
+  std::span<const std::byte> q, k, v;
+};
+
+struct CaptureData {
+  std::string model;
+  std::string source;
+  std::optional<double> scale;
+  std::vector<CaptureLayerData> layers;
+  std::vector<int32_t> token_ids;      // optional
+  std::vector<std::string> token_text; // optional, one string per token
+};
+
+void write_capture(const std::filesystem::path& path, const CaptureData& capture);
+
+}  // namespace kv

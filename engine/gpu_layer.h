@@ -1,0 +1,28 @@
+#pragma once
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "capture.h"
+#include "vk/buffer.h"
+
+namespace kv {
+
+// Keys and values of one attention layer in device memory, in the capture's dtype.
+struct GpuLayer {
+  GpuLayer(const vk::Device& device, const AttentionShape& shape, DType dtype, double scale,
+           std::span<const std::byte> keys, std::span<const std::byte> values);
+  GpuLayer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer);
+
+  AttentionShape shape;
+  DType dtype;
+  double scale;
+  vk::Buffer keys;    // [G, T, d]
+  vk::Buffer values;  // [G, T, d]
+};
+
+// Rows of Q [H, T, d] at `positions`, as [H, positions.size(), d] in the same dtype.
+std::vector<std::byte> gather_queries(const AttentionShape& shape, DType dtype, std::span<const std::byte> q,
+                                      std::span<const uint32_t> positions);
+
+}  // namespace kv

@@ -1,0 +1,102 @@
+#include "vk/buffer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "error.h"
+#include "vk/check.h"
+
+namespace kv::vk {
+namespace {
+
+// Staging copies go in pieces so that a multi-GiB tensor needs no equal host buffer.
+constexpr VkDeviceSize kStagingPiece = VkDeviceSize(64) << 20;
+
+void check_range(const Buffer& buffer, VkDeviceSize offset, size_t bytes, const char* what) {
+  if (offset > buffer.bytes() || bytes > buffer.bytes() - offset)
+    throw DeviceError(std::string(what) + ": " + std::to_string(bytes) + " bytes at offset " +
+                      std::to_string(offset) + " exceed a buffer of " + std::to_string(buffer.bytes()));
+}
+
+}  // namespace
+
+Buffer::Buffer(const Device& device, VkDeviceSize bytes, MemoryKind kind)
+    : device_(&device), bytes_(bytes) {
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = std::max<VkDeviceSize>(bytes, 4);  // Vulkan forbids empty buffers
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkBuffer raw_buffer = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreateBuffer(device.handle(), &info, nullptr, &raw_buffer));
+  buffer_ = UniqueBuffer(device.handle(), raw_buffer);
+
+  VkMemoryRequirements requirements{};
+  vkGetBufferMemoryRequirements(device.handle(), raw_buffer, &requirements);
+  uint32_t type = kind == MemoryKind::device_local
+                      ? device.memory_type(requirements.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+                      : device.memory_type(requirements.memoryTypeBits,
+                                           VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                           VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  allocate.allocationSize = requirements.size;
+  allocate.memoryTypeIndex = type;
+  VkDeviceMemory raw_memory = VK_NULL_HANDLE;
+  VkResult result = vkAllocateMemory(device.handle(), &allocate, nullptr, &raw_memory);
+  if (result != VK_SUCCESS)
+    fail("vkAllocateMemory(" + std::to_string(requirements.size) + " bytes)", result);
+  memory_ = UniqueMemory(device.handle(), raw_memory);
+  KV_VK_CHECK(vkBindBufferMemory(device.handle(), raw_buffer, raw_memory, 0));
+
+  const VkMemoryPropertyFlags coherent = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  if ((device.memory_properties(type) & coherent) == coherent) {
+    void* pointer = nullptr;
+    KV_VK_CHECK(vkMapMemory(device.handle(), raw_memory, 0, VK_WHOLE_SIZE, 0, &pointer));
+    mapped_ = static_cast<std::byte*>(pointer);
+  }
+}
+
+void Buffer::upload(std::span<const std::byte> data, VkDeviceSize offset) {
+  check_range(*this, offset, data.size(), "Buffer::upload");
+  if (mapped_) {
+    std::memcpy(mapped_ + offset, data.data(), data.size());
+    return;
+  }
+  Buffer staging(*device_, std::min<VkDeviceSize>(data.size(), kStagingPiece), MemoryKind::host_staging);
+  for (size_t done = 0; done < data.size();) {
+    size_t piece = std::min<size_t>(data.size() - done, staging.bytes());
+    std::memcpy(staging.mapped_, data.data() + done, piece);
+    device_->submit_and_wait([&](VkCommandBuffer command_buffer) {
+      VkBufferCopy region{0, offset + done, piece};
+      vkCmdCopyBuffer(command_buffer, staging.handle(), handle(), 1, &region);
+    });
+    done += piece;
+  }
+}
+
+void Buffer::download(std::span<std::byte> data, VkDeviceSize offset) const {
+  check_range(*this, offset, data.size(), "Buffer::download");
+  if (mapped_) {
+    std::memcpy(data.data(), mapped_ + offset, data.size());
+    return;
+  }
+  Buffer staging(*device_, std::min<VkDeviceSize>(data.size(), kStagingPiece), MemoryKind::host_staging);
+  for (size_t done = 0; done < data.size();) {
+    size_t piece = std::min<size_t>(data.size() - done, staging.bytes());
+    device_->submit_and_wait([&](VkCommandBuffer command_buffer) {
+      VkBufferCopy region{offset + done, 0, piece};
+      vkCmdCopyBuffer(command_buffer, handle(), staging.handle(), 1, &region);
+    });
+    std::memcpy(data.data() + done, staging.mapped_, piece);
+    done += piece;
+  }
+}
+
+void Buffer::fill(uint32_t word) {
+  device_->submit_and_wait([&](VkCommandBuffer command_buffer) {
+    vkCmdFillBuffer(command_buffer, handle(), 0, VK_WHOLE_SIZE, word);
+  });
+}
+
+}  // namespace kv::vk

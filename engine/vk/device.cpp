@@ -1,0 +1,314 @@
+#include "vk/device.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+
+#include "error.h"
+#include "vk/check.h"
+
+namespace kv::vk {
+namespace {
+
+const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool has_layer(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  return std::any_of(layers.begin(), layers.end(),
+                     [&](const VkLayerProperties& l) { return std::strcmp(l.layerName, name) == 0; });
+}
+
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  return std::any_of(extensions.begin(), extensions.end(), [&](const VkExtensionProperties& e) {
+    return std::strcmp(e.extensionName, name) == 0;
+  });
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  static_cast<std::atomic<uint64_t>*>(user)->fetch_add(1);
+  std::fprintf(stderr, "[vulkan validation] %s\n", data->pMessage);
+  return VK_FALSE;
+}
+
+VkDebugUtilsMessengerCreateInfoEXT messenger_info(std::atomic<uint64_t>* counter) {
+  VkDebugUtilsMessengerCreateInfoEXT info{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  info.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  info.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  info.pfnUserCallback = on_validation_message;
+  info.pUserData = counter;
+  return info;
+}
+
+// The caller owns the returned instance.
+VkInstance create_instance(bool validation, std::atomic<uint64_t>* counter) {
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  vkEnumerateInstanceVersion(&loader_version);
+  if (loader_version < VK_API_VERSION_1_2)
+    throw DeviceError("the Vulkan loader supports only 1.0/1.1; kvscope needs Vulkan 1.2");
+
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "kvscope";
+  app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+
+  std::vector<const char*> layers;
+  std::vector<const char*> extensions;
+  VkDebugUtilsMessengerCreateInfoEXT debug = messenger_info(counter);
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  if (validation) {
+    if (!has_layer(kValidationLayer))
+      throw DeviceError(std::string(kValidationLayer) +
+                        " is not installed (Debian: apt-get install vulkan-validationlayers)");
+    layers.push_back(kValidationLayer);
+    extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    info.pNext = &debug;  // also reports problems inside vkCreateInstance
+  }
+  info.pApplicationInfo = &app;
+  info.enabledLayerCount = static_cast<uint32_t>(layers.size());
+  info.ppEnabledLayerNames = layers.data();
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  VkInstance instance = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreateInstance(&info, nullptr, &instance));
+  return instance;
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
+  uint32_t count = 0;
+  KV_VK_CHECK(vkEnumeratePhysicalDevices(instance, &count, nullptr));
+  std::vector<VkPhysicalDevice> devices(count);
+  KV_VK_CHECK(vkEnumeratePhysicalDevices(instance, &count, devices.data()));
+  return devices;
+}
+
+const char* type_name(VkPhysicalDeviceType type) {
+  switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+int type_rank(const std::string& type) {
+  if (type == "discrete") return 0;
+  if (type == "integrated") return 1;
+  if (type == "virtual") return 2;
+  if (type == "cpu") return 3;
+  return 4;
+}
+
+// Index of a queue family with compute and timestamps; prefers one that can
+// also do graphics, which every vendor exposes as its main queue.
+int compute_queue_family(VkPhysicalDevice physical, uint32_t* timestamp_bits) {
+  uint32_t count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families.data());
+  int best = -1;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    bool graphics = families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT;
+    if (best < 0 || (graphics && !(families[best].queueFlags & VK_QUEUE_GRAPHICS_BIT))) best = int(i);
+  }
+  if (best >= 0 && timestamp_bits) *timestamp_bits = families[best].timestampValidBits;
+  return best;
+}
+
+DeviceInfo describe(VkPhysicalDevice physical, uint32_t index) {
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  driver.pNext = &subgroup;
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  properties.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(physical, &properties);
+  VkPhysicalDeviceMemoryProperties memory{};
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+
+  DeviceInfo info;
+  info.index = index;
+  info.name = properties.properties.deviceName;
+  info.type = type_name(properties.properties.deviceType);
+  info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+  info.api_version = properties.properties.apiVersion;
+  info.subgroup_size = subgroup.subgroupSize;
+  for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
+    if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
+  info.max_storage_buffer_range = properties.properties.limits.maxStorageBufferRange;
+  info.max_shared_memory_bytes = properties.properties.limits.maxComputeSharedMemorySize;
+  info.supported = info.api_version >= VK_API_VERSION_1_2 &&
+                   has_device_extension(physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
+                   compute_queue_family(physical, nullptr) >= 0;
+  return info;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Picks by index, by name substring, or the best type present.
+uint32_t choose(const std::vector<DeviceInfo>& infos, const std::string& selector) {
+  if (infos.empty()) throw DeviceError("no Vulkan device found (is a driver such as mesa-vulkan-drivers installed?)");
+  if (!selector.empty()) {
+    bool numeric = std::all_of(selector.begin(), selector.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    for (const DeviceInfo& info : infos) {
+      bool match = numeric ? std::to_string(info.index) == selector
+                           : lower(info.name).find(lower(selector)) != std::string::npos;
+      if (!match) continue;
+      if (!info.supported) throw DeviceError("device '" + info.name + "' lacks Vulkan 1.2 or VK_KHR_push_descriptor");
+      return info.index;
+    }
+    throw InputError("no Vulkan device matches --device '" + selector + "' (see 'kvscope devices')");
+  }
+  const DeviceInfo* best = nullptr;
+  for (const DeviceInfo& info : infos)
+    if (info.supported && (!best || type_rank(info.type) < type_rank(best->type))) best = &info;
+  if (!best) throw DeviceError("no Vulkan device supports Vulkan 1.2 with VK_KHR_push_descriptor");
+  return best->index;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  VkInstance instance = create_instance(false, nullptr);
+  std::vector<DeviceInfo> infos;
+  try {
+    std::vector<VkPhysicalDevice> devices = physical_devices(instance);
+    for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
+  } catch (...) {
+    vkDestroyInstance(instance, nullptr);
+    throw;
+  }
+  vkDestroyInstance(instance, nullptr);
+  return infos;
+}
+
+Device::Device(const DeviceOptions& options)
+    : validation_messages_(std::make_unique<std::atomic<uint64_t>>(0)) {
+  instance_ = create_instance(options.validation, validation_messages_.get());
+  try {
+    if (options.validation) {
+      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+      VkDebugUtilsMessengerCreateInfoEXT info = messenger_info(validation_messages_.get());
+      KV_VK_CHECK(create(instance_, &info, nullptr, &messenger_));
+    }
+    std::vector<VkPhysicalDevice> devices = physical_devices(instance_);
+    std::vector<DeviceInfo> infos;
+    for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
+    uint32_t chosen = choose(infos, options.selector);
+    physical_ = devices[chosen];
+    info_ = infos[chosen];
+
+    VkPhysicalDeviceProperties properties{};
+    vkGetPhysicalDeviceProperties(physical_, &properties);
+    limits_ = properties.limits;
+    vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+    queue_family_ = static_cast<uint32_t>(compute_queue_family(physical_, &timestamp_valid_bits_));
+    timestamp_period_ns_ = timestamp_valid_bits_ ? properties.limits.timestampPeriod : 0.0;
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue_info.queueFamilyIndex = queue_family_;
+    queue_info.queueCount = 1;
+    queue_info.pQueuePriorities = &priority;
+    const char* extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    device_info.queueCreateInfoCount = 1;
+    device_info.pQueueCreateInfos = &queue_info;
+    device_info.enabledExtensionCount = 1;
+    device_info.ppEnabledExtensionNames = extensions;
+    KV_VK_CHECK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
+    vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+    push_descriptor_set = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+        vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+    if (!push_descriptor_set) throw DeviceError("vkGetDeviceProcAddr(vkCmdPushDescriptorSetKHR) returned null");
+
+    VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pool_info.queueFamilyIndex = queue_family_;
+    VkCommandPool pool = VK_NULL_HANDLE;
+    KV_VK_CHECK(vkCreateCommandPool(device_, &pool_info, nullptr, &pool));
+    command_pool_ = UniqueCommandPool(device_, pool);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Device::~Device() { release(); }
+
+// Destroys what the constructor created, in reverse order; safe on a partly built Device.
+void Device::release() {
+  if (device_) vkDeviceWaitIdle(device_);
+  command_pool_.reset();
+  if (device_) vkDestroyDevice(device_, nullptr);
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    destroy(instance_, messenger_, nullptr);
+  }
+  vkDestroyInstance(instance_, nullptr);
+}
+
+uint32_t Device::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                             VkMemoryPropertyFlags preferred) const {
+  for (VkMemoryPropertyFlags want : {required | preferred, required}) {
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+      if ((type_bits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want) return i;
+  }
+  throw DeviceError("no Vulkan memory type with the required properties");
+}
+
+VkMemoryPropertyFlags Device::memory_properties(uint32_t type_index) const {
+  return memory_.memoryTypes[type_index].propertyFlags;
+}
+
+UniqueCommandBuffer Device::allocate_command_buffer() const {
+  VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  info.commandPool = command_pool_.get();
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  VkCommandBuffer buffer = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkAllocateCommandBuffers(device_, &info, &buffer));
+  return UniqueCommandBuffer(device_, command_pool_.get(), buffer);
+}
+
+void Device::submit_and_wait(VkCommandBuffer command_buffer) const {
+  VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence raw_fence = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &raw_fence));
+  UniqueFence fence(device_, raw_fence);
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &command_buffer;
+  KV_VK_CHECK(vkQueueSubmit(queue_, 1, &submit, fence.get()));
+  KV_VK_CHECK(vkWaitForFences(device_, 1, &raw_fence, VK_TRUE, UINT64_MAX));
+}
+
+void Device::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) const {
+  UniqueCommandBuffer command_buffer = allocate_command_buffer();
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  KV_VK_CHECK(vkBeginCommandBuffer(command_buffer.get(), &begin));
+  record(command_buffer.get());
+  KV_VK_CHECK(vkEndCommandBuffer(command_buffer.get()));
+  submit_and_wait(command_buffer.get());
+}
+
+}  // namespace kv::vk

@@ -1,0 +1,90 @@
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vk/handle.h"
+
+namespace kv::vk {
+
+struct DeviceInfo {
+  uint32_t index = 0;
+  std::string name;
+  std::string type;  // "discrete", "integrated", "virtual", "cpu", "other"
+  std::string driver;
+  uint32_t api_version = 0;
+  uint32_t subgroup_size = 0;
+  uint64_t device_local_bytes = 0;
+  uint64_t max_storage_buffer_range = 0;
+  uint32_t max_shared_memory_bytes = 0;
+  bool supported = false;  // has what kvscope needs (Vulkan 1.2, push descriptors, compute)
+};
+
+struct DeviceOptions {
+  std::string selector;     // "" = best; a number = index; else a name substring
+  bool validation = false;  // Khronos validation layer plus a message counter
+};
+
+// Lists every physical device the loader sees.
+std::vector<DeviceInfo> list_devices();
+
+// Instance, chosen physical device, logical device, one compute queue and a
+// command pool: what every other engine object is created from.
+class Device {
+ public:
+  explicit Device(const DeviceOptions& options);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkDevice handle() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  VkCommandPool command_pool() const { return command_pool_.get(); }
+  const DeviceInfo& info() const { return info_; }
+  const VkPhysicalDeviceLimits& limits() const { return limits_; }
+
+  // Nanoseconds per timestamp tick; 0 when the queue has no timestamps.
+  double timestamp_period_ns() const { return timestamp_period_ns_; }
+  uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
+
+  // Memory type index with all `required` properties (and `preferred` if possible).
+  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
+                       VkMemoryPropertyFlags preferred = 0) const;
+  VkMemoryPropertyFlags memory_properties(uint32_t type_index) const;
+
+  UniqueCommandBuffer allocate_command_buffer() const;
+  // Records with `record`, submits, and waits for completion.
+  void submit_and_wait(const std::function<void(VkCommandBuffer)>& record) const;
+  void submit_and_wait(VkCommandBuffer command_buffer) const;
+
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
+
+  // Messages the validation layer reported (warnings and errors) so far.
+  uint64_t validation_messages() const { return validation_messages_->load(); }
+
+ private:
+  void release();
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  UniqueCommandPool command_pool_;
+  DeviceInfo info_;
+  VkPhysicalDeviceLimits limits_{};
+  VkPhysicalDeviceMemoryProperties memory_{};
+  double timestamp_period_ns_ = 0;
+  uint32_t timestamp_valid_bits_ = 0;
+  std::unique_ptr<std::atomic<uint64_t>> validation_messages_;
+};
+
+}  // namespace kv::vk

@@ -1,0 +1,64 @@
+#include "vk/kernel.h"
+
+#include <vector>
+
+#include "vk/check.h"
+
+namespace kv::vk {
+
+Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t> spirv,
+               KernelLayout layout, std::span<const uint32_t> specialization)
+    : name_(std::move(name)), layout_(layout) {
+  VkDevice vk_device = device.handle();
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings(layout.bindings);
+  for (uint32_t i = 0; i < layout.bindings; ++i)
+    bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo set_info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  set_info.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+  set_info.bindingCount = layout.bindings;
+  set_info.pBindings = bindings.data();
+  VkDescriptorSetLayout raw_set_layout = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreateDescriptorSetLayout(vk_device, &set_info, nullptr, &raw_set_layout));
+  set_layout_ = UniqueDescriptorSetLayout(vk_device, raw_set_layout);
+
+  VkPushConstantRange push_range{VK_SHADER_STAGE_COMPUTE_BIT, 0, layout.push_bytes};
+  VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layout_info.setLayoutCount = 1;
+  layout_info.pSetLayouts = &raw_set_layout;
+  layout_info.pushConstantRangeCount = layout.push_bytes ? 1 : 0;
+  layout_info.pPushConstantRanges = &push_range;
+  VkPipelineLayout raw_pipeline_layout = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreatePipelineLayout(vk_device, &layout_info, nullptr, &raw_pipeline_layout));
+  pipeline_layout_ = UniquePipelineLayout(vk_device, raw_pipeline_layout);
+
+  VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  module_info.codeSize = spirv.size_bytes();
+  module_info.pCode = spirv.data();
+  VkShaderModule raw_module = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreateShaderModule(vk_device, &module_info, nullptr, &raw_module));
+  UniqueShaderModule module(vk_device, raw_module);
+
+  std::vector<VkSpecializationMapEntry> entries(specialization.size());
+  for (uint32_t i = 0; i < specialization.size(); ++i)
+    entries[i] = {i, i * uint32_t(sizeof(uint32_t)), sizeof(uint32_t)};
+  VkSpecializationInfo specialization_info{};
+  specialization_info.mapEntryCount = static_cast<uint32_t>(entries.size());
+  specialization_info.pMapEntries = entries.data();
+  specialization_info.dataSize = specialization.size_bytes();
+  specialization_info.pData = specialization.data();
+
+  VkComputePipelineCreateInfo pipeline_info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pipeline_info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  pipeline_info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pipeline_info.stage.module = raw_module;
+  pipeline_info.stage.pName = "main";
+  pipeline_info.stage.pSpecializationInfo = &specialization_info;
+  pipeline_info.layout = raw_pipeline_layout;
+  VkPipeline raw_pipeline = VK_NULL_HANDLE;
+  VkResult result = vkCreateComputePipelines(vk_device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &raw_pipeline);
+  if (result != VK_SUCCESS) fail("vkCreateComputePipelines(" + name_ + ")", result);
+  pipeline_ = UniquePipeline(vk_device, raw_pipeline);
+}
+
+}  // namespace kv::vk

@@ -1,0 +1,40 @@
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "vk/device.h"
+#include "vk/handle.h"
+
+namespace kv::vk {
+
+// Layout of one compute kernel: `bindings` storage buffers (binding 0..n-1,
+// bound by push descriptors) and a push-constant block of `push_bytes`.
+struct KernelLayout {
+  uint32_t bindings = 0;
+  uint32_t push_bytes = 0;
+};
+
+// A compute pipeline from embedded SPIR-V. `specialization[i]` is the value of
+// the 32-bit specialization constant with constant_id i.
+class Kernel {
+ public:
+  Kernel(const Device& device, std::string name, std::span<const uint32_t> spirv,
+         KernelLayout layout, std::span<const uint32_t> specialization);
+
+  const std::string& name() const { return name_; }
+  const KernelLayout& layout() const { return layout_; }
+  VkPipeline pipeline() const { return pipeline_.get(); }
+  VkPipelineLayout pipeline_layout() const { return pipeline_layout_.get(); }
+
+ private:
+  std::string name_;
+  KernelLayout layout_;
+  UniqueDescriptorSetLayout set_layout_;
+  UniquePipelineLayout pipeline_layout_;
+  UniquePipeline pipeline_;
+};
+
+}  // namespace kv::vk

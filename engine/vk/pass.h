@@ -1,0 +1,63 @@
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "vk/buffer.h"
+#include "vk/device.h"
+#include "vk/handle.h"
+#include "vk/kernel.h"
+
+namespace kv::vk {
+
+struct StageTime {
+  std::string stage;
+  double milliseconds = 0;
+};
+
+// A recorded sequence of dispatches, each tagged with a stage name and timed
+// with GPU timestamps. Record once, run as often as needed (benchmarks re-run
+// the same commands). Every dispatch is followed by a full compute barrier, so
+// a stage may read what any earlier stage wrote.
+class Pass {
+ public:
+  explicit Pass(const Device& device, uint32_t max_dispatches = 256);
+
+  void dispatch(const Kernel& kernel, std::initializer_list<const Buffer*> bindings,
+                const void* push, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
+                const std::string& stage);
+  template <typename Push>
+  void dispatch(const Kernel& kernel, std::initializer_list<const Buffer*> bindings,
+                const Push& push, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
+                const std::string& stage) {
+    static_assert(sizeof(Push) % 4 == 0);
+    check_push_size(kernel, sizeof(Push));
+    dispatch(kernel, bindings, static_cast<const void*>(&push), groups_x, groups_y, groups_z, stage);
+  }
+
+  // Submits the recorded commands and waits; stage_times() then holds this run's times.
+  void run();
+  // GPU time per stage name in first-recorded order, summed over the stage's dispatches.
+  std::vector<StageTime> stage_times() const;
+  double total_milliseconds() const;
+
+ private:
+  void begin_if_needed();
+  void check_push_size(const Kernel& kernel, size_t bytes) const;
+  void barrier_and_timestamp();
+
+  const Device* device_;
+  uint32_t max_dispatches_;
+  bool timed_;
+  UniqueCommandBuffer command_buffer_;
+  UniqueQueryPool queries_;
+  std::vector<std::string> dispatch_stages_;
+  std::vector<uint64_t> timestamps_;
+  bool recording_ = false;
+  bool ended_ = false;
+};
+
+}  // namespace kv::vk

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The CLI contract (../shared/spec/CLI.md): exit codes, one-line errors, no half-written files.
+set -u
+kvscope=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+passes=0
+expect() {  # expect CODE DESCRIPTION -- COMMAND...
+  local want=$1 what=$2
+  shift 3
+  "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: $what: exit $got, expected $want"; cat "$work/err"; failures=$((failures + 1)); return
+  fi
+  if [ "$want" = 2 ] && [ "$(wc -l <"$work/err")" != 1 ]; then
+    echo "FAIL: $what: expected one line on stderr, got:"; cat "$work/err"; failures=$((failures + 1)); return
+  fi
+  echo "ok: $what"
+  passes=$((passes + 1))
+}
+
+expect 0 "top-level help" -- "$kvscope" --help
+for c in devices info synth dense; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+expect 2 "no command" -- "$kvscope"
+expect 2 "unknown command" -- "$kvscope" frobnicate
+expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
+expect 2 "bad number" -- "$kvscope" synth --out "$work/x.safetensors" --tokens 12x
+expect 2 "H not a multiple of G" -- "$kvscope" synth --out "$work/x.safetensors" --heads 6 --kv-heads 4
+[ -e "$work/x.safetensors" ] && { echo "FAIL: a refused synth left a file"; failures=$((failures + 1)); }
+expect 0 "devices" -- "$kvscope" devices
+expect 0 "synth" -- "$kvscope" synth --out "$work/s.safetensors" --heads 4 --kv-heads 2 --dim 64 --tokens 300 --layers 2
+expect 0 "info" -- "$kvscope" info "$work/s.safetensors"
+grep -q "^1 *4 *2 *2 *300 *64 *F16" "$work/out" || { echo "FAIL: info does not list layer 1"; failures=$((failures + 1)); }
+expect 0 "dense decode check" -- "$kvscope" --debug dense --capture "$work/s.safetensors" --decode --probes 8 --check
+expect 0 "dense prefill check" -- "$kvscope" --debug dense --capture "$work/s.safetensors" --prefill --chunk 64 --check --json
+grep -q '"pass": true' "$work/out" || { echo "FAIL: dense --json lacks a passing check"; failures=$((failures + 1)); }
+expect 2 "dense on a missing layer" -- "$kvscope" dense --capture "$work/s.safetensors" --layer 5 --decode
+expect 2 "dense without a mode" -- "$kvscope" dense --capture "$work/s.safetensors"
+head -c 100 "$work/s.safetensors" >"$work/truncated.safetensors"
+expect 2 "info on a truncated file" -- "$kvscope" info "$work/truncated.safetensors"
+expect 2 "info on a missing file" -- "$kvscope" info "$work/none.safetensors"
+expect 2 "unknown device" -- "$kvscope" --device no-such-gpu dense --capture "$work/s.safetensors" --decode
+
+echo "cli: $passes passed, $failures failed"
+[ "$failures" = 0 ]

@@ -1,0 +1,104 @@
+// dense_partial + dense_merge against the float64 reference on fresh random inputs.
+#include <cmath>
+#include <random>
+
+#include "dense_attention.h"
+#include "reference/dense_attention.h"
+#include "test_device.h"
+
+namespace kv {
+namespace {
+
+struct DenseCase {
+  uint32_t heads, kv_heads, tokens, dim;
+  DType dtype;
+  bool prefill;         // a chunk of `queries` consecutive positions ending at T-1; else decode probes
+  uint32_t queries;
+};
+
+std::string case_name(const ::testing::TestParamInfo<DenseCase>& info) {
+  const DenseCase& c = info.param;
+  return std::string(c.prefill ? "prefill" : "decode") + "_H" + std::to_string(c.heads) + "_G" +
+         std::to_string(c.kv_heads) + "_T" + std::to_string(c.tokens) + "_d" + std::to_string(c.dim) + "_" +
+         dtype_name(c.dtype) + "_q" + std::to_string(c.queries);
+}
+
+// Values as the GPU sees them: rounded to the storage dtype.
+std::vector<float> random_values(std::mt19937& rng, size_t n, DType dtype, float scale) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> values(n);
+  for (float& v : values) v = normal(rng);
+  return to_float(dtype, from_float(dtype, values));
+}
+
+class DenseAttentionTest : public test::GpuTest, public ::testing::WithParamInterface<DenseCase> {};
+
+TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
+  const DenseCase& c = GetParam();
+  const AttentionShape shape{c.heads, c.kv_heads, c.tokens, c.dim};
+  std::mt19937 rng(std::random_device{}());
+  // Large logits (scale 2) make the softmax peaked, which exercises the online rescaling.
+  std::vector<float> k = random_values(rng, size_t(c.kv_heads) * c.tokens * c.dim, c.dtype, 2.0f);
+  std::vector<float> v = random_values(rng, size_t(c.kv_heads) * c.tokens * c.dim, c.dtype, 1.0f);
+  std::vector<float> q = random_values(rng, size_t(c.heads) * c.queries * c.dim, c.dtype, 2.0f);
+
+  std::vector<uint32_t> positions;
+  if (c.prefill) {
+    for (uint32_t i = c.tokens - c.queries; i < c.tokens; ++i) positions.push_back(i);
+  } else {  // scattered probes, unsorted, one at position 0
+    std::uniform_int_distribution<uint32_t> pick(0, c.tokens - 1);
+    positions.push_back(0);
+    while (positions.size() < c.queries) positions.push_back(pick(rng));
+  }
+  const double scale = 1.0 / std::sqrt(double(c.dim));
+
+  vk::Device& device = test::device();
+  GpuLayer layer(device, shape, c.dtype, scale, from_float(c.dtype, k), from_float(c.dtype, v));
+  DenseAttention dense(device, shape, c.dtype, positions);
+  dense.set_queries(from_float(c.dtype, q));
+  dense.poison();
+  vk::Pass pass(device);
+  dense.record(pass, layer);
+  pass.run();
+  std::vector<float> output = dense.output();
+  std::vector<float> lse = dense.log_sum_exp();
+
+  reference::DenseResult expected = reference::dense_attention(shape, scale, q, k, v, positions);
+  for (size_t row = 0; row < expected.log_sum_exp.size(); ++row) {
+    double difference = 0, norm = 0;
+    for (size_t ch = 0; ch < c.dim; ++ch) {
+      const float got = output[row * c.dim + ch];
+      ASSERT_TRUE(std::isfinite(got)) << "row " << row << " channel " << ch << " was not written";
+      const double want = expected.output[row * c.dim + ch];
+      difference += (got - want) * (got - want);
+      norm += want * want;
+    }
+    EXPECT_LE(std::sqrt(difference / norm), 1e-3) << "row " << row;
+    ASSERT_TRUE(std::isfinite(lse[row])) << "row " << row;
+    EXPECT_NEAR(lse[row], expected.log_sum_exp[row], 1e-3 * std::max(1.0, std::fabs(expected.log_sum_exp[row])))
+        << "row " << row;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DenseAttentionTest,
+    ::testing::Values(
+        // decode probes
+        DenseCase{8, 2, 1, 64, DType::f16, false, 1},      // T = 1
+        DenseCase{4, 4, 333, 64, DType::f16, false, 5},    // MHA, length off every block size
+        DenseCase{8, 2, 1000, 128, DType::f16, false, 3},
+        DenseCase{8, 2, 517, 128, DType::bf16, false, 4},
+        DenseCase{6, 2, 257, 64, DType::f32, false, 2},
+        DenseCase{16, 1, 300, 64, DType::f16, false, 2},   // MQA, r = 16
+        DenseCase{2, 2, 2500, 128, DType::f16, false, 1},  // many splits
+        DenseCase{4, 2, 97, 256, DType::f16, false, 2},    // d = 256
+        // prefill chunks
+        DenseCase{8, 2, 130, 64, DType::f16, true, 130},   // one chunk holding everything
+        DenseCase{4, 4, 700, 128, DType::f16, true, 100},
+        DenseCase{8, 2, 389, 128, DType::bf16, true, 37},
+        DenseCase{4, 1, 200, 64, DType::f32, true, 64},
+        DenseCase{2, 2, 1, 64, DType::f16, true, 1}),
+    case_name);
+
+}  // namespace
+}  // namespace kv
