@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run on the GPU machine (device tool) from the repo root, with .gl (../shared/tools/gpu-vulkan-loader.sh,
-# plus vulkan-validationlayers' .deb) and# the binaries (kvscope, kvscope_tests, cli_test.sh) in $KVSCOPE_BIN (default .devbin) carried:
+# plus vulkan-validationlayers' .deb) and
+# the binaries (kvscope, kvscope_tests, cli_test.sh) in $KVSCOPE_BIN (default .devbin) carried:
 # devices, the test suite on the GPU, synth+info at 32k, dense attention timings, PyTorch SDPA.
 set -u
 B=${KVSCOPE_BIN:-./.devbin}
