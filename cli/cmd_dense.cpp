@@ -8,7 +8,7 @@
 #include "capture.h"
 #include "commands.h"
 #include "error.h"
-#include "dense_attention.h"
+#include "attention.h"
 #include "reference/dense_attention.h"
 
 namespace kv::cli {
@@ -92,11 +92,13 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
 
   vk::Device device(global.device);
   GpuLayer gpu_layer(device, capture, layer);
-  DenseAttention dense(device, layer.shape, layer.dtype, positions);
+  const uint32_t n = uint32_t(positions.size());
+  Attention dense(device, layer.shape, layer.dtype, Attention::Keys::dense, n, positions.back() + 1);
   const std::vector<std::byte> queries = gather_queries(layer.shape, layer.dtype, layer.q->data, positions);
-  dense.set_queries(queries);
+  vk::Buffer query_buffer(device, queries.size());
+  query_buffer.upload(queries);
   vk::Pass pass(device);
-  dense.record(pass, gpu_layer);
+  dense.record(pass, gpu_layer, {&query_buffer, n, positions.front()}, "dense");
 
   std::map<std::string, std::vector<double>> samples;
   std::vector<std::string> stage_order;
@@ -122,8 +124,8 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
 
   bool failed = false;
   if (args.flag("check")) {
-    CheckResult check = check_against_reference(layer, capture.scale(layer), queries, positions, dense.output(),
-                                                dense.log_sum_exp());
+    CheckResult check = check_against_reference(layer, capture.scale(layer), queries, positions, dense.output(n),
+                                                dense.log_sum_exp(n));
     failed = !(check.max_output_error <= 1e-3);
     report["check"] = {{"max_output_relative_error", check.max_output_error},
                        {"max_log_sum_exp_error", check.max_lse_error},

@@ -22,10 +22,14 @@ int run_devices(const GlobalOptions&, const std::vector<std::string>&);
 int run_info(const GlobalOptions&, const std::vector<std::string>&);
 int run_synth(const GlobalOptions&, const std::vector<std::string>&);
 int run_dense(const GlobalOptions&, const std::vector<std::string>&);
+int run_select(const GlobalOptions&, const std::vector<std::string>&);
+int run_eval(const GlobalOptions&, const std::vector<std::string>&);
 
 extern const char* const kDevicesHelp;
 extern const char* const kInfoHelp;
 extern const char* const kSynthHelp;
 extern const char* const kDenseHelp;
+extern const char* const kSelectHelp;
+extern const char* const kEvalHelp;
 
 }  // namespace kv::cli

@@ -20,6 +20,10 @@ const Command kCommands[] = {
     {"synth", "write a synthetic capture", kv::cli::kSynthHelp, kv::cli::run_synth},
     {"dense", "dense attention on the GPU, timed, checked against the float64 reference", kv::cli::kDenseHelp,
      kv::cli::run_dense},
+    {"select", "run one selection method and write the selected key positions", kv::cli::kSelectHelp,
+     kv::cli::run_select},
+    {"eval", "sweep methods x budgets: coverage, recall, output error, GPU time per stage", kv::cli::kEvalHelp,
+     kv::cli::run_eval},
 };
 
 void print_usage(FILE* out) {

@@ -19,19 +19,27 @@ using uint = std::uint32_t;
 #define ELEMENT_BF16 1u
 #define ELEMENT_F32 2u
 
-// attention_partial.comp: one workgroup = (key split, query tile, KV head x head block).
-// Writes unnormalised outputs and (max, sum) in log2 units per row and split.
+// attention_partial.comp / sparse_attention_partial.comp: one workgroup =
+// (key split, query tile, key list x head block). A key list is shared by
+// `heads_per_list` consecutive query heads (dense and per-KV-head selections:
+// the group size r; per-query-head selections: 1). Writes unnormalised outputs
+// and (max, sum) in log2 units per row and split, for attention_merge.
 #define ATTENTION_PARTIAL_FIELDS \
   uint n_heads;          /* H */ \
   uint n_kv_heads;       /* G */ \
-  uint n_tokens;         /* T: tokens stored per head in q, k and v */ \
-  uint n_queries;        /* query positions in the positions buffer */ \
+  uint n_tokens;         /* T: tokens stored per head in k and v */ \
+  uint n_queries;        /* queries per head in the queries buffer */ \
+  uint first_position;   /* query i is at position first_position + i */ \
   uint queries_per_tile; \
+  uint heads_per_list;   \
   uint heads_per_block;  \
-  uint head_blocks;      /* ceil(r / heads_per_block) */ \
-  uint split_keys;       /* keys per split, a multiple of KEY_TILE */ \
+  uint head_blocks;      /* ceil(heads_per_list / heads_per_block) */ \
+  uint split_keys;       /* key slots per split, a multiple of KEY_TILE */ \
   uint n_splits;         \
-  float scale_log2;      /* logit scale times log2(e) */
+  float scale_log2;      /* logit scale times log2(e) */ \
+  uint list_length;      /* sparse: selected slots per list (-1 padded) */ \
+  uint own_first;        /* sparse: the chunk's own keys [own_first, own_first + own_count) */ \
+  uint own_count;
 KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 
 // attention_merge.comp: one workgroup per (head, query) row.
@@ -39,6 +47,134 @@ KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
   uint n_rows;   /* H * n_queries */ \
   uint n_splits;
 KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
+
+// topk.comp: per row, the `k` largest of `n` scores (ties toward the lower
+// index), written as ascending indices padded with -1 to `out_stride`.
+#define TOPK_FIELDS \
+  uint n;           /* candidates per row */ \
+  uint k;           \
+  uint row_stride;  /* scores per row in the buffer */ \
+  uint out_stride;  /* indices per row in the output */
+KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
+
+// mean_query.comp: [H, n, d] (storage dtype) -> [H, d] float, the mean over n.
+#define MEAN_QUERY_FIELDS \
+  uint n_heads; \
+  uint n_queries;
+KV_PUSH_STRUCT(MeanQueryPush, MEAN_QUERY_FIELDS)
+
+// Score kernels write scores[row * row_stride + candidate] for candidates [0, n_candidates).
+// `heads_per_row`: 1 = one query head per row; r = the row aggregates the group's heads.
+#define AGGREGATE_HEAD 0u
+#define AGGREGATE_MAX 1u
+#define AGGREGATE_MEAN 2u
+
+// oracle_decode_scores.comp: scale * q_h . k_j per query head.
+// oracle_prefill_scores.comp: sum over the group's heads and the chunk's queries of p_{h,i,j}.
+#define ORACLE_SCORES_FIELDS \
+  uint n_heads; \
+  uint n_kv_heads; \
+  uint n_tokens; \
+  uint n_queries; \
+  uint n_candidates; \
+  uint row_stride; \
+  float scale;
+KV_PUSH_STRUCT(OracleScoresPush, ORACLE_SCORES_FIELDS)
+
+// quoka_query_cosine.comp: per query head, the chunk's kept queries (indices
+// into the chunk) in ascending cosine to the chunk's mean query.
+#define QUOKA_QUERY_FIELDS \
+  uint n_heads; \
+  uint n_queries; \
+  uint n_keep;
+KV_PUSH_STRUCT(QuokaQueryPush, QUOKA_QUERY_FIELDS)
+
+// quoka_key_scores.comp: per KV head, max over aggregated kept queries of a . k_hat_j.
+#define QUOKA_KEY_FIELDS \
+  uint n_heads; \
+  uint n_kv_heads; \
+  uint n_tokens; \
+  uint n_queries; \
+  uint n_keep;        /* kept queries per head: min(n_queries, N_Q) */ \
+  uint aggregate_max; /* 0: mean over the group by rank; 1: every kept query of the group */ \
+  uint n_candidates; \
+  uint row_stride;
+KV_PUSH_STRUCT(QuokaKeyPush, QUOKA_KEY_FIELDS)
+
+// quest_page_minmax.comp: per KV head and page in [first_page, end_page): channel min and max.
+#define PAGE_MINMAX_FIELDS \
+  uint n_kv_heads; \
+  uint n_tokens;    /* tokens per head in the key buffer (its stride) */ \
+  uint n_valid;     /* tokens [0, n_valid) exist: the cache's length */ \
+  uint page_size; \
+  uint n_pages;     /* pages per head in the output */ \
+  uint first_page; \
+  uint end_page;
+KV_PUSH_STRUCT(PageMinMaxPush, PAGE_MINMAX_FIELDS)
+
+// quest_page_scores.comp: u_p = sum_c max(q_c M_p[c], q_c m_p[c]) for pages [0, n_candidates).
+#define PAGE_SCORES_FIELDS \
+  uint n_heads; \
+  uint n_kv_heads; \
+  uint n_pages; \
+  uint n_candidates; \
+  uint row_stride; \
+  uint heads_per_row; \
+  uint aggregate;
+KV_PUSH_STRUCT(PageScoresPush, PAGE_SCORES_FIELDS)
+
+// quest_expand.comp: kept pages (ascending, -1 padded) plus the always-kept last
+// page -> token indices (ascending, -1 padded), or every candidate when they fit the budget.
+#define QUEST_EXPAND_FIELDS \
+  uint pages_stride;  /* kept-page slots per row */ \
+  uint page_size; \
+  uint n_candidates;  /* tokens [0, n_candidates) */ \
+  uint budget;        /* output indices per row */
+KV_PUSH_STRUCT(QuestExpandPush, QUEST_EXPAND_FIELDS)
+
+// fier_quantize_keys.comp: per KV head and token block in [first_block, end_block) of
+// group_size tokens: fp16 (lo, hi) per channel and one bit per token and channel.
+#define FIER_QUANTIZE_FIELDS \
+  uint n_kv_heads; \
+  uint n_tokens;    /* tokens per head in the key buffer (its stride) */ \
+  uint n_valid;     /* tokens [0, n_valid) exist: the cache's length */ \
+  uint group_size; \
+  uint n_blocks;    /* blocks per head in the output */ \
+  uint first_block; \
+  uint end_block;
+KV_PUSH_STRUCT(FierQuantizePush, FIER_QUANTIZE_FIELDS)
+
+// fier_approx_scores.comp: q . k_tilde_j from the packed bits and block (lo, hi).
+#define FIER_SCORES_FIELDS \
+  uint n_heads; \
+  uint n_kv_heads; \
+  uint n_tokens; \
+  uint group_size; \
+  uint n_blocks; \
+  uint n_candidates; \
+  uint row_stride; \
+  uint heads_per_row; \
+  uint aggregate;
+KV_PUSH_STRUCT(FierScoresPush, FIER_SCORES_FIELDS)
+
+// streaming_indices.comp: the first n_sink and the last budget - n_sink candidates.
+#define STREAMING_FIELDS \
+  uint n_rows; \
+  uint n_candidates; \
+  uint budget; \
+  uint n_sink;
+KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
+
+// selection_metrics.comp: per query head, coverage and output error (means over
+// the block's queries) and recall of the selection against the oracle's.
+#define METRICS_FIELDS \
+  uint n_heads; \
+  uint n_queries; \
+  uint selection_stride; \
+  uint selection_heads_per_row; \
+  uint oracle_stride; \
+  uint oracle_heads_per_row;
+KV_PUSH_STRUCT(MetricsPush, METRICS_FIELDS)
 
 #ifdef __cplusplus
 }  // namespace kv::layouts

@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -41,6 +41,14 @@ expect 2 "dense without a mode" -- "$kvscope" dense --capture "$work/s.safetenso
 head -c 100 "$work/s.safetensors" >"$work/truncated.safetensors"
 expect 2 "info on a truncated file" -- "$kvscope" info "$work/truncated.safetensors"
 expect 2 "info on a missing file" -- "$kvscope" info "$work/none.safetensors"
+expect 0 "eval decode with json and csv" -- "$kvscope" --debug eval --capture "$work/s.safetensors" --decode --probes 2 --budgets 32,64 --json "$work/e.json" --csv "$work/e.csv"
+grep -q '"timings_ms"' "$work/e.json" || { echo "FAIL: eval --json lacks timings_ms"; failures=$((failures + 1)); }
+[ "$(wc -l <"$work/e.csv")" = 25 ] || { echo "FAIL: eval --csv has $(wc -l <"$work/e.csv") lines, expected 25"; failures=$((failures + 1)); }
+expect 0 "select prefill" -- "$kvscope" --debug select --capture "$work/s.safetensors" --layer 1 --method quoka --budget 32 --prefill --chunk 64 --out "$work/sel.safetensors"
+expect 2 "select with an unknown method" -- "$kvscope" select --capture "$work/s.safetensors" --layer 0 --method nope --budget 8 --decode --out "$work/bad.safetensors"
+[ -e "$work/bad.safetensors" ] && { echo "FAIL: a refused select left a file"; failures=$((failures + 1)); }
+expect 2 "eval with a bad budget list" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --budgets 8,x
+expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --gqa-agg median
 expect 2 "unknown device" -- "$kvscope" --device no-such-gpu dense --capture "$work/s.safetensors" --decode
 
 echo "cli: $passes passed, $failures failed"

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <random>
 
-#include "dense_attention.h"
+#include "attention.h"
 #include "reference/dense_attention.h"
 #include "test_device.h"
 
@@ -12,15 +12,16 @@ namespace {
 struct DenseCase {
   uint32_t heads, kv_heads, tokens, dim;
   DType dtype;
-  bool prefill;         // a chunk of `queries` consecutive positions ending at T-1; else decode probes
-  uint32_t queries;
+  bool prefill;       // labels the case: a chunk of queries, or decode probes
+  uint32_t queries;   // consecutive positions
+  uint32_t first;     // first query position
 };
 
 std::string case_name(const ::testing::TestParamInfo<DenseCase>& info) {
   const DenseCase& c = info.param;
   return std::string(c.prefill ? "prefill" : "decode") + "_H" + std::to_string(c.heads) + "_G" +
          std::to_string(c.kv_heads) + "_T" + std::to_string(c.tokens) + "_d" + std::to_string(c.dim) + "_" +
-         dtype_name(c.dtype) + "_q" + std::to_string(c.queries);
+         dtype_name(c.dtype) + "_q" + std::to_string(c.queries) + "_at" + std::to_string(c.first);
 }
 
 // Values as the GPU sees them: rounded to the storage dtype.
@@ -43,25 +44,20 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   std::vector<float> q = random_values(rng, size_t(c.heads) * c.queries * c.dim, c.dtype, 2.0f);
 
   std::vector<uint32_t> positions;
-  if (c.prefill) {
-    for (uint32_t i = c.tokens - c.queries; i < c.tokens; ++i) positions.push_back(i);
-  } else {  // scattered probes, unsorted, one at position 0
-    std::uniform_int_distribution<uint32_t> pick(0, c.tokens - 1);
-    positions.push_back(0);
-    while (positions.size() < c.queries) positions.push_back(pick(rng));
-  }
+  for (uint32_t i = c.first; i < c.first + c.queries; ++i) positions.push_back(i);
   const double scale = 1.0 / std::sqrt(double(c.dim));
 
   vk::Device& device = test::device();
   GpuLayer layer(device, shape, c.dtype, scale, from_float(c.dtype, k), from_float(c.dtype, v));
-  DenseAttention dense(device, shape, c.dtype, positions);
-  dense.set_queries(from_float(c.dtype, q));
+  Attention dense(device, shape, c.dtype, Attention::Keys::dense, c.queries, c.tokens);
+  vk::Buffer queries(device, q.size() * dtype_size(c.dtype));
+  queries.upload(from_float(c.dtype, q));
   dense.poison();
   vk::Pass pass(device);
-  dense.record(pass, layer);
+  dense.record(pass, layer, {&queries, c.queries, c.first}, "dense");
   pass.run();
-  std::vector<float> output = dense.output();
-  std::vector<float> lse = dense.log_sum_exp();
+  std::vector<float> output = dense.output(c.queries);
+  std::vector<float> lse = dense.log_sum_exp(c.queries);
 
   reference::DenseResult expected = reference::dense_attention(shape, scale, q, k, v, positions);
   for (size_t row = 0; row < expected.log_sum_exp.size(); ++row) {
@@ -84,20 +80,21 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, DenseAttentionTest,
     ::testing::Values(
         // decode probes
-        DenseCase{8, 2, 1, 64, DType::f16, false, 1},      // T = 1
-        DenseCase{4, 4, 333, 64, DType::f16, false, 5},    // MHA, length off every block size
-        DenseCase{8, 2, 1000, 128, DType::f16, false, 3},
-        DenseCase{8, 2, 517, 128, DType::bf16, false, 4},
-        DenseCase{6, 2, 257, 64, DType::f32, false, 2},
-        DenseCase{16, 1, 300, 64, DType::f16, false, 2},   // MQA, r = 16
-        DenseCase{2, 2, 2500, 128, DType::f16, false, 1},  // many splits
-        DenseCase{4, 2, 97, 256, DType::f16, false, 2},    // d = 256
+        DenseCase{8, 2, 1, 64, DType::f16, false, 1, 0},       // T = 1
+        DenseCase{4, 4, 333, 64, DType::f16, false, 1, 0},     // MHA, the first position
+        DenseCase{4, 4, 333, 64, DType::f16, false, 5, 200},   // length off every block size
+        DenseCase{8, 2, 1000, 128, DType::f16, false, 3, 997},
+        DenseCase{8, 2, 517, 128, DType::bf16, false, 4, 300},
+        DenseCase{6, 2, 257, 64, DType::f32, false, 2, 255},
+        DenseCase{16, 1, 300, 64, DType::f16, false, 2, 298},  // MQA, r = 16
+        DenseCase{2, 2, 2500, 128, DType::f16, false, 1, 2499},  // many splits
+        DenseCase{4, 2, 97, 256, DType::f16, false, 2, 95},    // d = 256
         // prefill chunks
-        DenseCase{8, 2, 130, 64, DType::f16, true, 130},   // one chunk holding everything
-        DenseCase{4, 4, 700, 128, DType::f16, true, 100},
-        DenseCase{8, 2, 389, 128, DType::bf16, true, 37},
-        DenseCase{4, 1, 200, 64, DType::f32, true, 64},
-        DenseCase{2, 2, 1, 64, DType::f16, true, 1}),
+        DenseCase{8, 2, 130, 64, DType::f16, true, 130, 0},   // one chunk holding everything
+        DenseCase{4, 4, 700, 128, DType::f16, true, 100, 600},
+        DenseCase{8, 2, 389, 128, DType::bf16, true, 37, 352},
+        DenseCase{4, 1, 200, 64, DType::f32, true, 64, 64},
+        DenseCase{2, 2, 1, 64, DType::f16, true, 1, 0}),
     case_name);
 
 }  // namespace

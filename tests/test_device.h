@@ -13,7 +13,7 @@ inline vk::Device& device() {
   static vk::Device* device = [] {
     vk::DeviceOptions options;
     if (const char* selector = std::getenv("KVSCOPE_TEST_DEVICE")) options.selector = selector;
-    options.validation = true;
+    options.validation = std::getenv("KVSCOPE_TEST_NO_VALIDATION") == nullptr;
     return new vk::Device(options);
   }();
   return *device;

@@ -1,0 +1,191 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "args.h"
+#include "capture.h"
+#include "commands.h"
+#include "error.h"
+#include "evaluator.h"
+#include "method_args.h"
+
+namespace kv::cli {
+
+const char* const kEvalHelp =
+    "usage: kvscope eval --capture FILE [--layers L1,L2|all] [--methods M1,M2] [--budgets K1,K2]\n"
+    "                    (--decode [--probes N] | --prefill [--chunk B]) [method options]\n"
+    "                    [--json OUT] [--csv OUT]\n\n"
+    "Sweeps methods x budgets (x layers) on the GPU and prints one row per method\n"
+    "and budget: coverage of dense attention mass, recall against the oracle's set,\n"
+    "relative output error (means over heads and blocks), and median GPU time per\n"
+    "block of the method's selection stages and of sparse attention over its set.\n"
+    "Defaults: --layers all, --methods dense,oracle,quoka,quest,fier,streaming,\n"
+    "--budgets 256,512,1024,2048, --probes 64, --chunk 128.\n"
+    "method options: --page-size --group-size --n-q --quoka-group --gqa-agg --n-sink (see 'select --help')\n"
+    "--json OUT writes CLI.md's metrics objects (per head and per block too); --csv OUT one line per row.\n";
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    if (end > begin) parts.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
+}
+
+bool is_attention_stage(const std::string& stage) { return stage.rfind("sparse_attention", 0) == 0 || stage.rfind("dense", 0) == 0; }
+
+// GPU ms of the method's own stages (selection) and of attention over its set.
+std::pair<double, double> split_timings(const EvalRow& row) {
+  double select = 0, attention = 0;
+  for (const vk::StageTime& t : row.timings) {
+    if (t.stage == "metrics") continue;
+    (is_attention_stage(t.stage) ? attention : select) += t.milliseconds;
+  }
+  return {select, attention};
+}
+
+nlohmann::json to_json(const EvalRow& row) {
+  nlohmann::json j = {{"method", row.method}, {"budget", row.budget}, {"mode", mode_name(row.mode)},
+                      {"layer", row.layer}, {"granularity", granularity_name(row.granularity)}, {"params", row.params},
+                      {"coverage", row.mean.coverage}, {"recall", row.mean.recall},
+                      {"output_error", row.mean.output_error}, {"blocks", row.block_positions.size()}};
+  for (const char* key : {"coverage", "recall", "output_error"}) {
+    nlohmann::json per_head = nlohmann::json::array(), per_block = nlohmann::json::array();
+    auto pick = [&](const MetricTriple& m) {
+      return std::string(key) == "coverage" ? m.coverage : std::string(key) == "recall" ? m.recall : m.output_error;
+    };
+    for (const MetricTriple& m : row.per_head) per_head.push_back(pick(m));
+    for (const MetricTriple& m : row.per_block) per_block.push_back(pick(m));
+    j["per_head"][key] = per_head;
+    j["per_block"][key] = per_block;
+  }
+  j["per_block"]["block_pos"] = row.block_positions;
+  j["timings_ms"] = nlohmann::json::object();
+  for (const vk::StageTime& t : row.timings) j["timings_ms"][t.stage] = t.milliseconds;
+  for (const vk::StageTime& t : row.build_timings) j["build_timings_ms"][t.stage] = t.milliseconds;
+  return j;
+}
+
+// A one-line progress bar on stderr, shown once a sweep has run for a second, on terminals only.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label) : label_(std::move(label)), start_(std::chrono::steady_clock::now()) {}
+  ~ProgressBar() {
+    if (shown_) std::fprintf(stderr, "\n");
+  }
+  void update(size_t done, size_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed < 1.0 || !isatty(STDERR_FILENO)) return;
+    shown_ = true;
+    const int width = 30, filled = int(width * done / std::max<size_t>(total, 1));
+    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu blocks, %.0f s", label_.c_str(), std::string(filled, '#').c_str(),
+                 std::string(width - filled, '.').c_str(), done, total, elapsed);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::string label_;
+  std::chrono::steady_clock::time_point start_;
+  bool shown_ = false;
+};
+
+}  // namespace
+
+int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values = kMethodValueOptions;
+  values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
+  Args args("eval", argv, values, kModeFlags);
+  if (!args.positional().empty()) throw InputError("eval: unexpected argument '" + args.positional()[0] + "'");
+  EvalConfig config;
+  config.mode = parse_mode(args, "eval");
+  config.options = parse_method_options(args);
+  config.probes = args.count("probes", 64, 1);
+  config.chunk = args.count("chunk", 128, 1, 4096);
+  config.methods = split(args.text("methods", "dense,oracle,quoka,quest,fier,streaming"));
+  for (const std::string& m : config.methods)
+    if (m != "dense" && !method_supports(m, config.mode)) throw InputError("eval: unknown method '" + m + "'");
+  config.budgets = args.has("budgets") ? args.counts("budgets") : std::vector<uint32_t>{256, 512, 1024, 2048};
+  for (uint32_t b : config.budgets)
+    if (b == 0) throw InputError("eval: budgets must be positive");
+
+  Capture capture(args.required("capture"));
+  std::vector<const CaptureLayer*> layers;
+  const std::string layer_list = args.text("layers", "all");
+  if (layer_list == "all") {
+    for (const CaptureLayer& l : capture.layers()) layers.push_back(&l);
+  } else {
+    for (uint32_t index : args.counts("layers")) layers.push_back(&capture.layer(int(index)));
+  }
+  // Open the outputs before the sweep, so a bad path fails fast; write only at the end.
+  const std::string json_path = args.text("json"), csv_path = args.text("csv");
+
+  vk::Device device(global.device);
+  std::vector<EvalRow> rows;
+  for (const CaptureLayer* layer : layers) {
+    ProgressBar bar("layer " + std::to_string(layer->index));
+    std::vector<EvalRow> layer_rows =
+        evaluate_layer(device, capture, *layer, config, [&](size_t done, size_t total) { bar.update(done, total); });
+    rows.insert(rows.end(), layer_rows.begin(), layer_rows.end());
+  }
+
+  std::printf("device %s, capture %s, %s\n", device.info().name.c_str(), args.required("capture").c_str(),
+              mode_name(config.mode));
+  std::printf("%-6s %-10s %7s %9s %8s %10s %11s %12s   %s\n", "layer", "method", "budget", "coverage", "recall",
+              "out_error", "select_ms", "attention_ms", "stages (median GPU ms per block)");
+  for (const EvalRow& row : rows) {
+    auto [select_ms, attention_ms] = split_timings(row);
+    std::string stages;
+    for (const vk::StageTime& t : row.timings) {
+      if (t.stage == "metrics") continue;
+      char text[96];
+      std::snprintf(text, sizeof text, "%s%s %.4f", stages.empty() ? "" : ", ", t.stage.c_str(), t.milliseconds);
+      stages += text;
+    }
+    std::printf("%-6d %-10s %7u %9.4f %8.4f %10.4f %11.4f %12.4f   %s\n", row.layer, row.method.c_str(), row.budget,
+                row.mean.coverage, row.mean.recall, row.mean.output_error, select_ms, attention_ms, stages.c_str());
+  }
+
+  auto write_atomically = [](const std::string& path, const std::string& text) {
+    const std::string temporary = path + ".partial";
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+      std::remove(temporary.c_str());
+      throw InputError("cannot write " + path);
+    }
+  };
+  if (!json_path.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const EvalRow& row : rows) all.push_back(to_json(row));
+    write_atomically(json_path, all.dump(2) + "\n");
+  }
+  if (!csv_path.empty()) {
+    std::string csv = "layer,method,budget,mode,coverage,recall,output_error,select_ms,attention_ms\n";
+    for (const EvalRow& row : rows) {
+      auto [select_ms, attention_ms] = split_timings(row);
+      char line[256];
+      std::snprintf(line, sizeof line, "%d,%s,%u,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", row.layer, row.method.c_str(), row.budget,
+                    mode_name(row.mode), row.mean.coverage, row.mean.recall, row.mean.output_error, select_ms, attention_ms);
+      csv += line;
+    }
+    write_atomically(csv_path, csv);
+  }
+  if (global.device.validation && device.validation_messages() > 0) {
+    std::fprintf(stderr, "kvscope: the validation layer reported %llu message(s)\n",
+                 (unsigned long long)device.validation_messages());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kv::cli

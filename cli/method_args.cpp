@@ -1,0 +1,30 @@
+#include "method_args.h"
+
+#include "error.h"
+
+namespace kv::cli {
+
+MethodOptions parse_method_options(const Args& args) {
+  MethodOptions o;
+  o.page_size = args.count("page-size", o.page_size, 1, 65536);
+  o.group_size = args.count("group-size", o.group_size, 1, 65536);
+  o.n_q = args.count("n-q", o.n_q, 1, 4096);
+  o.n_sink = args.count("n-sink", o.n_sink, 0, 1u << 24);
+  const std::string group = args.text("quoka-group", "mean");
+  if (group != "mean" && group != "max") throw InputError("--quoka-group must be mean or max, not '" + group + "'");
+  o.quoka_max = group == "max";
+  const std::string agg = args.text("gqa-agg", "head");
+  if (agg == "head") o.gqa_agg = HeadAggregate::head;
+  else if (agg == "max") o.gqa_agg = HeadAggregate::max;
+  else if (agg == "mean") o.gqa_agg = HeadAggregate::mean;
+  else throw InputError("--gqa-agg must be head, max or mean, not '" + agg + "'");
+  return o;
+}
+
+Mode parse_mode(const Args& args, const std::string& command) {
+  if (args.flag("decode") == args.flag("prefill"))
+    throw InputError(command + ": give exactly one of --decode and --prefill");
+  return args.flag("decode") ? Mode::decode : Mode::prefill;
+}
+
+}  // namespace kv::cli

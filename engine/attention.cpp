@@ -1,0 +1,139 @@
+#include "attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attention_merge.spv.h"
+#include "attention_partial.spv.h"
+#include "element_type.h"
+#include "error.h"
+#include "sparse_attention_partial.spv.h"
+
+namespace kv {
+namespace {
+
+using layouts::AttentionMergePush;
+using layouts::AttentionPartialPush;
+
+constexpr uint32_t kMergeWorkgroup = 64;
+// Enough workgroups to fill a large GPU several times over; more splits only add merge work.
+constexpr uint32_t kTargetWorkgroups = 1024;
+constexpr uint32_t kMaxSplits = 256;
+
+uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim) {
+  return 4 * (rows * dim + key_tile * (dim + 1) + rows * key_tile + 5 * rows + key_tile);
+}
+
+// The largest tile that fits shared memory, no larger than the rows a request can fill.
+AttentionTiling choose_base_tiling(const AttentionShape& shape, uint32_t shared_memory_bytes, uint32_t max_queries) {
+  if (shape.dim == 0 || shape.dim % 8 != 0 || shape.dim > 512)
+    throw InputError("head dimension d=" + std::to_string(shape.dim) + " is not supported (a multiple of 8, at most 512)");
+  const uint32_t useful_rows = std::max<uint32_t>(1, std::min<uint64_t>(64, uint64_t(shape.group()) * max_queries));
+  AttentionTiling t;
+  for (uint32_t key_tile : {32u, 16u, 8u})
+    for (uint32_t rows = 64; rows >= 4; rows /= 2)
+      if (shared_bytes(rows, key_tile, shape.dim) <= shared_memory_bytes && (rows <= useful_rows || rows == 4)) {
+        t.rows = rows;
+        t.key_tile = key_tile;
+        return t;
+      }
+  throw InputError("the device's shared memory cannot hold an attention tile for d=" + std::to_string(shape.dim));
+}
+
+}  // namespace
+
+Attention::Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys,
+                     uint32_t max_queries, uint32_t max_slots)
+    : shape_(shape),
+      keys_(keys),
+      max_queries_(std::max<uint32_t>(1, max_queries)),
+      max_splits_(std::min(kMaxSplits, std::max<uint32_t>(1, max_slots))),
+      base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
+      partial_([&] {
+        const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
+        return keys == Keys::dense
+                   ? vk::Kernel(device, "attention_partial", attention_partial_spirv, {5, sizeof(AttentionPartialPush)}, specialization)
+                   : vk::Kernel(device, "sparse_attention_partial", sparse_attention_partial_spirv,
+                                {6, sizeof(AttentionPartialPush)}, specialization);
+      }()),
+      merge_([&] {
+        const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
+        return vk::Kernel(device, "attention_merge", attention_merge_spirv, {4, sizeof(AttentionMergePush)}, specialization);
+      }()),
+      partial_output_(device, size_t(shape.heads) * max_queries_ * max_splits_ * shape.dim * sizeof(float)),
+      partial_stats_(device, size_t(shape.heads) * max_queries_ * max_splits_ * 2 * sizeof(float)),
+      output_(device, size_t(shape.heads) * max_queries_ * shape.dim * sizeof(float)),
+      log_sum_exp_(device, size_t(shape.heads) * max_queries_ * sizeof(float)) {}
+
+AttentionTiling Attention::tiling(const AttentionRequest& request) const {
+  AttentionTiling t = base_;
+  const uint32_t heads_per_list = keys_ == Keys::dense ? shape_.group() : request.heads_per_list;
+  const uint32_t slots = keys_ == Keys::dense ? request.first_position + request.n_queries
+                                              : request.list_length + request.own_count;
+  t.heads_per_block = std::min(heads_per_list, t.rows);
+  t.head_blocks = ceil_div(heads_per_list, t.heads_per_block);
+  t.queries_per_tile = std::max<uint32_t>(1, t.rows / t.heads_per_block);
+  t.query_tiles = ceil_div(std::max<uint32_t>(1, request.n_queries), t.queries_per_tile);
+  const uint32_t groups = t.query_tiles * (shape_.heads / heads_per_list) * t.head_blocks;
+  const uint32_t key_tiles = ceil_div(std::max<uint32_t>(1, slots), t.key_tile);
+  const uint32_t wanted = std::clamp<uint32_t>(ceil_div(kTargetWorkgroups, groups), 1, std::min(key_tiles, max_splits_));
+  t.split_keys = ceil_div(key_tiles, wanted) * t.key_tile;
+  t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
+  return t;
+}
+
+void Attention::poison() {
+  for (vk::Buffer* b : {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}) b->fill(0x7fc00000u);
+}
+
+void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionRequest& request,
+                       const std::string& prefix) const {
+  if (request.n_queries == 0) return;
+  if (request.n_queries > max_queries_)
+    throw std::logic_error("Attention: " + std::to_string(request.n_queries) + " queries, built for " + std::to_string(max_queries_));
+  if (request.first_position + request.n_queries > shape_.tokens)
+    throw InputError("query positions up to " + std::to_string(request.first_position + request.n_queries - 1) +
+                     " are past T=" + std::to_string(shape_.tokens));
+  const bool sparse = keys_ == Keys::sparse;
+  if (sparse && (!request.selection || request.heads_per_list == 0 || shape_.heads % request.heads_per_list != 0))
+    throw std::logic_error("Attention: a sparse request needs key lists");
+  const AttentionTiling t = tiling(request);
+  AttentionPartialPush push{};
+  push.n_heads = shape_.heads;
+  push.n_kv_heads = shape_.kv_heads;
+  push.n_tokens = shape_.tokens;
+  push.n_queries = request.n_queries;
+  push.first_position = request.first_position;
+  push.queries_per_tile = t.queries_per_tile;
+  push.heads_per_list = sparse ? request.heads_per_list : shape_.group();
+  push.heads_per_block = t.heads_per_block;
+  push.head_blocks = t.head_blocks;
+  push.split_keys = t.split_keys;
+  push.n_splits = t.splits;
+  push.scale_log2 = float(layer.scale / std::log(2.0));
+  push.list_length = request.list_length;
+  push.own_first = request.own_first;
+  push.own_count = request.own_count;
+  const uint32_t lists = shape_.heads / push.heads_per_list;
+  if (sparse)
+    pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
+                  push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
+  else
+    pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
+                  t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
+  AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
+  pass.dispatch(merge_, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,
+                prefix + "_merge");
+}
+
+std::vector<float> Attention::output(uint32_t n_queries) const {
+  return output_.download_values<float>(size_t(shape_.heads) * n_queries * shape_.dim);
+}
+
+std::vector<float> Attention::log_sum_exp(uint32_t n_queries) const {
+  return log_sum_exp_.download_values<float>(size_t(shape_.heads) * n_queries);
+}
+
+}  // namespace kv

@@ -1,0 +1,81 @@
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu_layer.h"
+#include "vk/kernel.h"
+#include "vk/pass.h"
+
+namespace kv {
+
+// How attention_partial cuts the work. `rows`, `key_tile` and `workgroup` are
+// specialization constants chosen once from the device's shared memory; the
+// rest is chosen per request.
+struct AttentionTiling {
+  uint32_t rows = 16;      // (head, query) rows per workgroup
+  uint32_t key_tile = 32;  // key slots staged in shared memory at a time
+  uint32_t workgroup = 128;
+  uint32_t heads_per_block = 1;
+  uint32_t head_blocks = 1;
+  uint32_t queries_per_tile = 1;
+  uint32_t query_tiles = 1;
+  uint32_t split_keys = 0;
+  uint32_t splits = 1;
+};
+
+// One attention step: the queries at positions [first_position, first_position + n_queries),
+// each head's queries contiguous in `queries` [H, n_queries, d] (storage dtype).
+struct AttentionRequest {
+  const vk::Buffer* queries = nullptr;
+  uint32_t n_queries = 0;
+  uint32_t first_position = 0;
+  // Sparse attention only: key lists [H / heads_per_list, list_length] of ascending
+  // positions padded with -1, read in place, then the own keys
+  // [own_first, own_first + own_count) under the causal mask.
+  const vk::Buffer* selection = nullptr;
+  uint32_t heads_per_list = 0;
+  uint32_t list_length = 0;
+  uint32_t own_first = 0;
+  uint32_t own_count = 0;
+};
+
+// Causal attention on the GPU in two stages: `<prefix>_partial` splits the key
+// slots (flash-decoding), `<prefix>_merge` combines the splits. Dense reads keys
+// [0, position]; sparse reads the request's key lists. Outputs, per (head,
+// query): the attention output [H, n, d] and the log-sum-exp of the scaled
+// logits over the attended keys [H, n].
+class Attention {
+ public:
+  enum class Keys { dense, sparse };
+
+  Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys, uint32_t max_queries,
+            uint32_t max_slots);
+
+  // The buffers bound here must outlive every run of the pass.
+  void record(vk::Pass& pass, const GpuLayer& layer, const AttentionRequest& request, const std::string& prefix) const;
+  // Fills outputs and scratch with NaN, so a kernel that skips an element shows.
+  void poison();
+
+  AttentionTiling tiling(const AttentionRequest& request) const;
+  const vk::Buffer& output_buffer() const { return output_; }
+  const vk::Buffer& log_sum_exp_buffer() const { return log_sum_exp_; }
+  std::vector<float> output(uint32_t n_queries) const;
+  std::vector<float> log_sum_exp(uint32_t n_queries) const;
+
+ private:
+  AttentionShape shape_;
+  Keys keys_;
+  uint32_t max_queries_;
+  uint32_t max_splits_;
+  AttentionTiling base_;
+  vk::Kernel partial_;
+  vk::Kernel merge_;
+  vk::Buffer partial_output_;
+  vk::Buffer partial_stats_;
+  vk::Buffer output_;
+  vk::Buffer log_sum_exp_;
+};
+
+}  // namespace kv

@@ -1,0 +1,266 @@
+#include "evaluator.h"
+
+#include <algorithm>
+#include <map>
+
+#include "attention.h"
+#include "error.h"
+#include "selection_metrics.h"
+
+namespace kv {
+namespace {
+
+std::vector<Block> blocks_with_candidates(Mode mode, uint32_t tokens, uint32_t probes, uint32_t chunk) {
+  std::vector<Block> all = mode == Mode::decode ? decode_blocks(tokens, probes) : prefill_blocks(tokens, chunk);
+  std::vector<Block> blocks;
+  for (const Block& b : all)
+    if (b.candidates() > 0) blocks.push_back(b);
+  if (blocks.empty()) throw InputError("the capture has no block with keys to select from (T too short for the chunk?)");
+  return blocks;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n == 0 ? 0 : n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Stage times of many runs, reduced to the median per stage in first-seen order.
+class StageSamples {
+ public:
+  void add(const std::vector<vk::StageTime>& times) {
+    for (const vk::StageTime& t : times) {
+      if (!samples_.count(t.stage)) order_.push_back(t.stage);
+      samples_[t.stage].push_back(t.milliseconds);
+    }
+  }
+  std::vector<vk::StageTime> medians() const {
+    std::vector<vk::StageTime> out;
+    for (const std::string& stage : order_) out.push_back({stage, median(samples_.at(stage))});
+    return out;
+  }
+
+ private:
+  std::vector<std::string> order_;
+  std::map<std::string, std::vector<double>> samples_;
+};
+
+// The block's queries [H, n, d] in a device buffer sized for the largest block.
+class BlockQueries {
+ public:
+  BlockQueries(const vk::Device& device, const CaptureLayer& layer, uint32_t max_queries)
+      : layer_(layer), buffer_(device, size_t(layer.shape.heads) * max_queries * layer.shape.dim * dtype_size(layer.dtype)) {}
+  void upload(const Block& block) {
+    std::vector<uint32_t> positions(block.n_queries);
+    for (uint32_t i = 0; i < block.n_queries; ++i) positions[i] = block.first_query + i;
+    buffer_.upload(gather_queries(layer_.shape, layer_.dtype, layer_.q->data, positions));
+  }
+  const vk::Buffer& buffer() const { return buffer_; }
+
+ private:
+  const CaptureLayer& layer_;
+  vk::Buffer buffer_;
+};
+
+uint32_t heads_per_row(const AttentionShape& shape, Granularity granularity) {
+  return granularity == Granularity::kv_head ? shape.group() : 1;
+}
+
+uint32_t rows_of(const AttentionShape& shape, Granularity granularity) {
+  return granularity == Granularity::kv_head ? shape.kv_heads : shape.heads;
+}
+
+// The attended set A of METHODS.md: the selection, plus the chunk's own causal keys in prefill.
+AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, const vk::Buffer& selection,
+                                uint32_t heads_per_list, uint32_t width) {
+  AttentionRequest r{&queries, block.n_queries, block.first_query, &selection, heads_per_list, width};
+  if (block.mode == Mode::prefill) {
+    r.own_first = block.first_query;
+    r.own_count = block.n_queries;
+  }
+  return r;
+}
+
+struct Accumulator {
+  std::vector<MetricTriple> head_sums;
+  std::vector<MetricTriple> per_block;
+  StageSamples stages;
+};
+
+}  // namespace
+
+std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
+                                    const EvalConfig& config, const Progress& progress) {
+  if (config.budgets.empty()) throw InputError("eval: --budgets is empty");
+  for (uint32_t b : config.budgets)
+    if (b == 0) throw InputError("eval: budgets must be positive");
+  const AttentionShape& shape = layer.shape;
+  const std::vector<Block> blocks = blocks_with_candidates(config.mode, shape.tokens, config.probes, config.chunk);
+  const uint32_t max_queries = config.mode == Mode::decode ? 1 : config.chunk;
+
+  GpuLayer gpu(device, capture, layer);
+  BlockQueries queries(device, layer, max_queries);
+  Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries, shape.tokens);
+  std::unique_ptr<Method> oracle = make_method(device, gpu, "oracle", config.options, config.mode, max_queries);
+
+  std::vector<std::string> names;
+  std::vector<std::unique_ptr<Method>> methods;
+  bool with_dense = false;
+  for (const std::string& name : config.methods) {
+    if (name == "dense") {
+      with_dense = true;
+      continue;
+    }
+    names.push_back(name);
+    methods.push_back(name == "oracle" ? nullptr : make_method(device, gpu, name, config.options, config.mode, max_queries));
+  }
+  auto method_at = [&](size_t m) -> Method& { return methods[m] ? *methods[m] : *oracle; };
+
+  uint32_t widest = 0;
+  for (size_t m = 0; m < methods.size(); ++m)
+    for (uint32_t b : config.budgets) widest = std::max(widest, method_at(m).list_width(b));
+  for (uint32_t b : config.budgets) widest = std::max(widest, b);
+  Attention sparse(device, shape, layer.dtype, Attention::Keys::sparse, max_queries, widest + max_queries);
+  SelectionMetrics metrics(device, shape);
+
+  // Selection lists: the oracle's per budget, and each method's per budget.
+  std::vector<vk::Buffer> oracle_lists;
+  for (uint32_t b : config.budgets) oracle_lists.emplace_back(device, size_t(rows_of(shape, oracle->granularity())) * b * 4);
+  std::vector<std::vector<vk::Buffer>> lists(methods.size());
+  for (size_t m = 0; m < methods.size(); ++m)
+    for (uint32_t b : config.budgets)
+      lists[m].emplace_back(device, size_t(rows_of(shape, method_at(m).granularity())) * method_at(m).list_width(b) * 4);
+
+  std::vector<Accumulator> accumulators(methods.size() * config.budgets.size());
+  for (Accumulator& a : accumulators) a.head_sums.resize(shape.heads);
+  StageSamples dense_stages;
+  const uint32_t oracle_heads_per_row = heads_per_row(shape, oracle->granularity());
+
+  for (size_t bi = 0; bi < blocks.size(); ++bi) {
+    const Block& block = blocks[bi];
+    queries.upload(block);
+    const BlockInputs inputs{&queries.buffer(), &dense.log_sum_exp_buffer()};
+    {
+      vk::Pass pass(device);
+      dense.record(pass, gpu, {&queries.buffer(), block.n_queries, block.first_query}, "dense");
+      pass.run();
+      dense_stages.add(pass.stage_times());
+    }
+    {
+      vk::Pass pass(device);
+      for (size_t b = 0; b < config.budgets.size(); ++b) oracle->record(pass, block, inputs, config.budgets[b], oracle_lists[b]);
+      pass.run();
+    }
+    for (size_t m = 0; m < methods.size(); ++m) {
+      Method& method = method_at(m);
+      const uint32_t per_row = heads_per_row(shape, method.granularity());
+      for (size_t b = 0; b < config.budgets.size(); ++b) {
+        const uint32_t width = method.list_width(config.budgets[b]);
+        vk::Pass pass(device);
+        method.record(pass, block, inputs, config.budgets[b], lists[m][b]);
+        sparse.record(pass, gpu, sparse_request(queries.buffer(), block, lists[m][b], per_row, width), "sparse_attention");
+        metrics.record(pass, block.n_queries, dense, sparse, lists[m][b], width, per_row, oracle_lists[b],
+                       config.budgets[b], oracle_heads_per_row);
+        pass.run();
+        Accumulator& a = accumulators[m * config.budgets.size() + b];
+        a.stages.add(pass.stage_times());
+        MetricTriple block_mean;
+        std::vector<HeadMetrics> heads = metrics.read();
+        for (uint32_t h = 0; h < shape.heads; ++h) {
+          a.head_sums[h].coverage += heads[h].coverage;
+          a.head_sums[h].recall += heads[h].recall;
+          a.head_sums[h].output_error += heads[h].output_error;
+          block_mean.coverage += heads[h].coverage / shape.heads;
+          block_mean.recall += heads[h].recall / shape.heads;
+          block_mean.output_error += heads[h].output_error / shape.heads;
+        }
+        a.per_block.push_back(block_mean);
+      }
+    }
+    if (progress) progress(bi + 1, blocks.size());
+  }
+
+  std::vector<EvalRow> rows;
+  std::vector<uint32_t> positions;
+  for (const Block& b : blocks) positions.push_back(b.first_query);
+  if (with_dense) {
+    for (uint32_t budget : config.budgets) {
+      EvalRow row;
+      row.method = "dense";
+      row.budget = budget;
+      row.mode = config.mode;
+      row.layer = layer.index;
+      row.mean = {1.0, 1.0, 0.0};
+      row.per_head.assign(shape.heads, row.mean);
+      row.per_block.assign(blocks.size(), row.mean);
+      row.block_positions = positions;
+      row.timings = dense_stages.medians();
+      rows.push_back(row);
+    }
+  }
+  for (size_t m = 0; m < methods.size(); ++m) {
+    for (size_t b = 0; b < config.budgets.size(); ++b) {
+      const Accumulator& a = accumulators[m * config.budgets.size() + b];
+      EvalRow row;
+      row.method = names[m];
+      row.budget = config.budgets[b];
+      row.mode = config.mode;
+      row.layer = layer.index;
+      row.granularity = method_at(m).granularity();
+      row.params = method_at(m).params();
+      row.block_positions = positions;
+      row.per_block = a.per_block;
+      for (const MetricTriple& sum : a.head_sums) {
+        MetricTriple head{sum.coverage / blocks.size(), sum.recall / blocks.size(), sum.output_error / blocks.size()};
+        row.per_head.push_back(head);
+        row.mean.coverage += head.coverage / shape.heads;
+        row.mean.recall += head.recall / shape.heads;
+        row.mean.output_error += head.output_error / shape.heads;
+      }
+      row.timings = a.stages.medians();
+      row.build_timings = method_at(m).build_times();
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+SelectionResult select_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
+                             const std::string& method_name, const MethodOptions& options, Mode mode, uint32_t budget,
+                             uint32_t probes, uint32_t chunk) {
+  if (budget == 0) throw InputError("select: --budget must be positive");
+  const AttentionShape& shape = layer.shape;
+  const std::vector<Block> blocks = blocks_with_candidates(mode, shape.tokens, probes, chunk);
+  const uint32_t max_queries = mode == Mode::decode ? 1 : chunk;
+  GpuLayer gpu(device, capture, layer);
+  BlockQueries queries(device, layer, max_queries);
+  Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries, shape.tokens);
+  std::unique_ptr<Method> method = make_method(device, gpu, method_name, options, mode, max_queries);
+
+  SelectionResult result;
+  result.method = method_name;
+  result.mode = mode;
+  result.budget = budget;
+  result.granularity = method->granularity();
+  result.params = method->params();
+  result.rows = rows_of(shape, result.granularity);
+  result.width = method->list_width(budget);
+  vk::Buffer list(device, size_t(result.rows) * result.width * 4);
+  StageSamples stages;
+  for (const Block& block : blocks) {
+    queries.upload(block);
+    vk::Pass pass(device);
+    if (method_name == "oracle" && mode == Mode::prefill)  // the prefill oracle needs dense probabilities
+      dense.record(pass, gpu, {&queries.buffer(), block.n_queries, block.first_query}, "dense");
+    method->record(pass, block, {&queries.buffer(), &dense.log_sum_exp_buffer()}, budget, list);
+    pass.run();
+    stages.add(pass.stage_times());
+    std::vector<int32_t> indices = list.download_values<int32_t>(size_t(result.rows) * result.width);
+    result.indices.insert(result.indices.end(), indices.begin(), indices.end());
+    result.block_positions.push_back(block.first_query);
+  }
+  result.timings = stages.medians();
+  return result;
+}
+
+}  // namespace kv

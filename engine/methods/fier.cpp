@@ -1,0 +1,87 @@
+// Fier (METHODS.md): approximate q . k from 1-bit keys with per-block (lo, hi),
+// top-k tokens. Prefill scores the chunk's mean query (docs/methods.md).
+#include "../shaders/layouts.h"
+#include "fier_approx_scores.spv.h"
+#include "methods/fier_keys.h"
+#include "methods/kernels.h"
+#include "methods/mean_query.h"
+#include "methods/registry.h"
+#include "topk.h"
+
+namespace kv {
+namespace {
+
+class Fier final : public Method {
+ public:
+  Fier(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
+      : layer_(layer),
+        options_(options),
+        rows_(head_rows(layer.shape, options.gqa_agg)),
+        keys_(device, layer, options.group_size),
+        mean_query_(device, layer),
+        scores_kernel_(vk::Kernel(device, "fier_approx_scores", fier_approx_scores_spirv,
+                                  {4, sizeof(layouts::FierScoresPush)}, std::vector<uint32_t>{layer.shape.dim})),
+        topk_(device),
+        scores_(device, size_t(rows_.rows) * layer.shape.tokens * sizeof(float)) {
+    vk::Pass build(device);
+    keys_.record_update(build, 0, layer.shape.tokens);
+    build.run();
+    build_times_ = build.stage_times();
+  }
+
+  std::string name() const override { return "fier"; }
+  Granularity granularity() const override {
+    return options_.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
+  }
+  nlohmann::json params() const override {
+    return {{"group_size", options_.group_size}, {"gqa_agg", aggregate_name(options_.gqa_agg)}};
+  }
+  std::vector<vk::StageTime> build_times() const override { return build_times_; }
+
+  void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
+              const vk::Buffer& indices) override {
+    const AttentionShape& s = layer_.shape;
+    const uint32_t candidates = block.candidates();
+    quantize_last_block(pass, candidates);
+    mean_query_.record(pass, *inputs.queries, block.n_queries);
+    layouts::FierScoresPush push{s.heads, s.kv_heads, s.tokens, options_.group_size, keys_.blocks(), candidates,
+                                 s.tokens, rows_.heads_per_row, rows_.aggregate};
+    pass.dispatch(scores_kernel_, {&mean_query_.output(), &keys_.low_high(), &keys_.bits(), &scores_}, push,
+                  ceil_div(candidates, 128), rows_.rows, 1, "approx_scores");
+    topk_.record(pass, scores_, rows_.rows, candidates, s.tokens, budget, indices, budget);
+  }
+
+ private:
+  // Fier cuts keys [0, t] into blocks, so the block holding the last candidate
+  // is quantised over the candidates only, as after an append; a block left
+  // partial by an earlier step is first restored to its full extent.
+  void quantize_last_block(vk::Pass& pass, uint32_t candidates) {
+    if (candidates == 0) return;
+    const uint32_t group = options_.group_size, last_block = (candidates - 1) / group;
+    if (partial_block_ != kNone && partial_block_ != last_block)
+      keys_.record_update(pass, partial_block_ * group, std::min((partial_block_ + 1) * group, layer_.shape.tokens));
+    keys_.record_update(pass, last_block * group, candidates);
+    partial_block_ = last_block;
+  }
+
+  static constexpr uint32_t kNone = UINT32_MAX;
+  const GpuLayer& layer_;
+  MethodOptions options_;
+  HeadRows rows_;
+  FierKeys keys_;
+  uint32_t partial_block_ = kNone;
+  MeanQuery mean_query_;
+  vk::Kernel scores_kernel_;
+  TopK topk_;
+  vk::Buffer scores_;
+  std::vector<vk::StageTime> build_times_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_fier(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,
+                                  uint32_t) {
+  return std::make_unique<Fier>(device, layer, options);
+}
+
+}  // namespace kv

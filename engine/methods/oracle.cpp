@@ -1,0 +1,60 @@
+// oracle: the best set for the budget, from dense attention (METHODS.md).
+#include "../shaders/layouts.h"
+#include "methods/kernels.h"
+#include "methods/registry.h"
+#include "oracle_decode_scores.spv.h"
+#include "oracle_prefill_scores.spv.h"
+#include "topk.h"
+
+namespace kv {
+namespace {
+
+class Oracle final : public Method {
+ public:
+  Oracle(const vk::Device& device, const GpuLayer& layer, Mode mode)
+      : layer_(layer),
+        mode_(mode),
+        scores_kernel_(mode == Mode::decode
+                           ? make_layer_kernel<layouts::OracleScoresPush>(device, "oracle_decode_scores", oracle_decode_scores_spirv,
+                                                                          3, layer.shape, layer.dtype)
+                           : make_layer_kernel<layouts::OracleScoresPush>(device, "oracle_prefill_scores",
+                                                                          oracle_prefill_scores_spirv, 4, layer.shape, layer.dtype)),
+        topk_(device),
+        scores_(device, size_t(rows()) * layer.shape.tokens * sizeof(float)) {}
+
+  std::string name() const override { return "oracle"; }
+  Granularity granularity() const override { return mode_ == Mode::decode ? Granularity::query_head : Granularity::kv_head; }
+  nlohmann::json params() const override { return nlohmann::json::object(); }
+
+  void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
+              const vk::Buffer& indices) override {
+    const AttentionShape& s = layer_.shape;
+    const uint32_t candidates = block.candidates();
+    layouts::OracleScoresPush push{s.heads, s.kv_heads, s.tokens, block.n_queries, candidates, s.tokens, float(layer_.scale)};
+    if (mode_ == Mode::decode)
+      pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, &scores_}, push, ceil_div(candidates, 128), s.heads, 1,
+                    "oracle_scores");
+    else
+      pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, inputs.dense_lse, &scores_}, push,
+                    ceil_div(candidates, 128), s.kv_heads, 1, "oracle_scores");
+    topk_.record(pass, scores_, rows(), candidates, s.tokens, budget, indices, budget);
+  }
+
+ private:
+  uint32_t rows() const { return mode_ == Mode::decode ? layer_.shape.heads : layer_.shape.kv_heads; }
+
+  const GpuLayer& layer_;
+  Mode mode_;
+  vk::Kernel scores_kernel_;
+  TopK topk_;
+  vk::Buffer scores_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_oracle(const vk::Device& device, const GpuLayer& layer, const MethodOptions&, Mode mode,
+                                    uint32_t) {
+  return std::make_unique<Oracle>(device, layer, mode);
+}
+
+}  // namespace kv

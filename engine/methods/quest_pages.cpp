@@ -1,0 +1,26 @@
+#include "methods/quest_pages.h"
+
+#include "../shaders/layouts.h"
+#include "methods/kernels.h"
+#include "quest_page_minmax.spv.h"
+
+namespace kv {
+
+QuestPages::QuestPages(const vk::Device& device, const GpuLayer& layer, uint32_t page_size)
+    : layer_(&layer),
+      page_size_(page_size),
+      pages_(ceil_div(layer.shape.tokens, page_size)),
+      kernel_(make_layer_kernel<layouts::PageMinMaxPush>(device, "quest_page_minmax", quest_page_minmax_spirv, 2,
+                                                         layer.shape, layer.dtype)),
+      minmax_(device, size_t(layer.shape.kv_heads) * pages_ * 2 * layer.shape.dim * sizeof(float)) {
+  if (page_size == 0) throw InputError("quest: --page-size must be positive");
+}
+
+void QuestPages::record_update(vk::Pass& pass, uint32_t first_token, uint32_t valid_tokens) const {
+  const uint32_t first_page = first_token / page_size_, end_page = ceil_div(valid_tokens, page_size_);
+  if (end_page <= first_page) return;
+  layouts::PageMinMaxPush push{layer_->shape.kv_heads, layer_->shape.tokens, valid_tokens, page_size_, pages_, first_page, end_page};
+  pass.dispatch(kernel_, {&layer_->keys, &minmax_}, push, end_page - first_page, layer_->shape.kv_heads, 1, "page_minmax");
+}
+
+}  // namespace kv

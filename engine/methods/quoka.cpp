@@ -1,0 +1,74 @@
+// QuoKA (METHODS.md): query subselection by cosine to the chunk's mean query,
+// group aggregation, cosine scores against the keys, top B_SA. Per KV head.
+#include "../shaders/layouts.h"
+#include "methods/kernels.h"
+#include "methods/registry.h"
+#include "quoka_key_scores.spv.h"
+#include "quoka_query_cosine.spv.h"
+#include "topk.h"
+
+namespace kv {
+namespace {
+
+constexpr uint32_t kMaxChunkQueries = 4096;  // the cosine kernel holds a chunk's cosines in shared memory
+
+class Quoka final : public Method {
+ public:
+  Quoka(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, uint32_t max_queries)
+      : layer_(layer),
+        options_(options),
+        query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 3,
+                                                                 layer.shape, layer.dtype, {checked(max_queries)})),
+        key_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 4,
+                                                             layer.shape, layer.dtype)),
+        topk_(device),
+        kept_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * sizeof(uint32_t)),
+        cosines_(device, size_t(layer.shape.heads) * max_queries * sizeof(float)),
+        scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
+    if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
+  }
+
+  std::string name() const override { return "quoka"; }
+  Granularity granularity() const override { return Granularity::kv_head; }
+  nlohmann::json params() const override {
+    return {{"n_q", options_.n_q}, {"quoka_group", options_.quoka_max ? "max" : "mean"}};
+  }
+
+  void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
+              const vk::Buffer& indices) override {
+    const AttentionShape& s = layer_.shape;
+    const uint32_t keep = std::min(block.n_queries, options_.n_q), candidates = block.candidates();
+    layouts::QuokaQueryPush query_push{s.heads, block.n_queries, keep};
+    pass.dispatch(query_kernel_, {inputs.queries, &kept_, &cosines_}, query_push, s.heads, 1, 1, "query_cosine");
+    layouts::QuokaKeyPush key_push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
+                                   options_.quoka_max ? 1u : 0u, candidates, s.tokens};
+    pass.dispatch(key_kernel_, {inputs.queries, &layer_.keys, &kept_, &scores_}, key_push, ceil_div(candidates, 128),
+                  s.kv_heads, 1, "key_scores");
+    topk_.record(pass, scores_, s.kv_heads, candidates, s.tokens, budget, indices, budget);
+  }
+
+ private:
+  static uint32_t checked(uint32_t max_queries) {
+    if (max_queries > kMaxChunkQueries)
+      throw InputError("quoka: chunks of more than " + std::to_string(kMaxChunkQueries) + " queries are not supported");
+    return std::max<uint32_t>(1, max_queries);
+  }
+
+  const GpuLayer& layer_;
+  MethodOptions options_;
+  vk::Kernel query_kernel_;
+  vk::Kernel key_kernel_;
+  TopK topk_;
+  vk::Buffer kept_;
+  vk::Buffer cosines_;
+  vk::Buffer scores_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_quoka(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,
+                                   uint32_t max_queries) {
+  return std::make_unique<Quoka>(device, layer, options, max_queries);
+}
+
+}  // namespace kv

@@ -1,0 +1,327 @@
+#include "reference/selection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "error.h"
+
+namespace kv::reference {
+namespace {
+
+using Vector = std::vector<double>;
+
+const float* row(const std::vector<float>& t, size_t head, size_t tokens, size_t position, size_t d) {
+  return &t[(head * tokens + position) * d];
+}
+
+double dot(const Vector& a, const float* b) {
+  double s = 0;
+  for (size_t c = 0; c < a.size(); ++c) s += a[c] * double(b[c]);
+  return s;
+}
+
+Vector widen(const float* x, size_t d) { return Vector(x, x + d); }
+
+double norm(const Vector& a) {
+  double s = 0;
+  for (double x : a) s += x * x;
+  return std::sqrt(s);
+}
+
+// The k highest scores (ties toward the lower index), as ascending indices.
+std::vector<int32_t> top_k(const Vector& scores, uint32_t k) {
+  std::vector<int32_t> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t keep = std::min<size_t>(k, order.size());
+  std::partial_sort(order.begin(), order.begin() + keep, order.end(), [&](int32_t a, int32_t b) {
+    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+  });
+  order.resize(keep);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+std::vector<int32_t> all_of(uint32_t n) {
+  std::vector<int32_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+Vector mean_query(const HostLayer& l, uint32_t head, const Block& block) {
+  const size_t d = l.shape.dim;
+  Vector mean(d, 0.0);
+  for (uint32_t i = 0; i < block.n_queries; ++i) {
+    const float* q = row(l.q, head, l.shape.tokens, block.first_query + i, d);
+    for (size_t c = 0; c < d; ++c) mean[c] += q[c];
+  }
+  for (double& x : mean) x /= block.n_queries;
+  return mean;
+}
+
+// Dense causal probabilities of one query over keys [0, position].
+Vector probabilities(const HostLayer& l, uint32_t head, uint32_t position) {
+  const uint32_t g = head / l.shape.group(), d = l.shape.dim;
+  const Vector q = widen(row(l.q, head, l.shape.tokens, position, d), d);
+  Vector p(position + 1);
+  for (uint32_t j = 0; j <= position; ++j) p[j] = l.scale * dot(q, row(l.k, g, l.shape.tokens, j, d));
+  const double max = *std::max_element(p.begin(), p.end());
+  double sum = 0;
+  for (double& x : p) sum += (x = std::exp(x - max));
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+// Rows and the heads each aggregates, for methods scored per query head or per KV head.
+std::vector<std::vector<uint32_t>> row_heads(const AttentionShape& s, HeadAggregate aggregate) {
+  std::vector<std::vector<uint32_t>> rows;
+  if (aggregate == HeadAggregate::head) {
+    for (uint32_t h = 0; h < s.heads; ++h) rows.push_back({h});
+  } else {
+    for (uint32_t g = 0; g < s.kv_heads; ++g) {
+      rows.emplace_back();
+      for (uint32_t h = g * s.group(); h < (g + 1) * s.group(); ++h) rows.back().push_back(h);
+    }
+  }
+  return rows;
+}
+
+double aggregate(const Vector& per_head, HeadAggregate how) {
+  if (how == HeadAggregate::mean) return std::accumulate(per_head.begin(), per_head.end(), 0.0) / per_head.size();
+  return *std::max_element(per_head.begin(), per_head.end());
+}
+
+Selection oracle(const HostLayer& l, const Block& block, uint32_t budget) {
+  const uint32_t n = block.candidates();
+  Selection s;
+  if (block.mode == Mode::decode) {
+    for (uint32_t h = 0; h < l.shape.heads; ++h) {
+      Vector p = probabilities(l, h, block.first_query);
+      s.push_back(top_k(p, budget));
+    }
+    return s;
+  }
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
+    Vector mass(n, 0.0);
+    for (uint32_t h = g * l.shape.group(); h < (g + 1) * l.shape.group(); ++h)
+      for (uint32_t i = 0; i < block.n_queries; ++i) {
+        Vector p = probabilities(l, h, block.first_query + i);
+        for (uint32_t j = 0; j < n; ++j) mass[j] += p[j];
+      }
+    s.push_back(top_k(mass, budget));
+  }
+  return s;
+}
+
+Selection quoka(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
+  const uint32_t keep = std::min(block.n_queries, o.n_q);
+  Selection s;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
+    // Step 1 and 2: each head's kept queries, normalised, in rank order.
+    std::vector<std::vector<Vector>> kept;
+    for (uint32_t h = g * l.shape.group(); h < (g + 1) * l.shape.group(); ++h) {
+      std::vector<uint32_t> order(block.n_queries);
+      std::iota(order.begin(), order.end(), 0u);
+      if (block.n_queries > o.n_q) {
+        Vector m = mean_query(l, h, block), cosine(block.n_queries);
+        const double m_norm = norm(m);
+        for (uint32_t i = 0; i < block.n_queries; ++i) {
+          Vector q = widen(row(l.q, h, T, block.first_query + i, d), d);
+          const double q_norm = norm(q);
+          double product = 0;
+          for (uint32_t c = 0; c < d; ++c) product += q[c] * m[c];
+          cosine[i] = q_norm > 0 && m_norm > 0 ? product / (q_norm * m_norm) : 0.0;
+        }
+        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cosine[a] < cosine[b]; });
+      }
+      kept.emplace_back();
+      for (uint32_t r = 0; r < keep; ++r) {
+        Vector q = widen(row(l.q, h, T, block.first_query + order[r], d), d);
+        const double q_norm = norm(q);
+        for (double& x : q) x = q_norm > 0 ? x / q_norm : 0.0;
+        kept.back().push_back(q);
+      }
+    }
+    // Step 3: aggregate over the group.
+    std::vector<Vector> aggregates;
+    if (o.quoka_max) {
+      for (const auto& head : kept) aggregates.insert(aggregates.end(), head.begin(), head.end());
+    } else {
+      for (uint32_t r = 0; r < keep; ++r) {
+        Vector a(d, 0.0);
+        for (const auto& head : kept)
+          for (uint32_t c = 0; c < d; ++c) a[c] += head[r][c] / kept.size();
+        aggregates.push_back(a);
+      }
+    }
+    // Step 4: max cosine-style score against each normalised key.
+    Vector scores(n);
+    for (uint32_t j = 0; j < n; ++j) {
+      Vector key = widen(row(l.k, g, T, j, d), d);
+      const double k_norm = norm(key);
+      double best = -INFINITY;
+      for (const Vector& a : aggregates) {
+        double product = 0;
+        for (uint32_t c = 0; c < d; ++c) product += a[c] * key[c];
+        best = std::max(best, k_norm > 0 ? product / k_norm : 0.0);
+      }
+      scores[j] = best;
+    }
+    s.push_back(top_k(scores, budget));
+  }
+  return s;
+}
+
+Selection quest(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), P = o.page_size;
+  Selection s;
+  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
+    if (n <= budget) {
+      s.push_back(all_of(n));
+      continue;
+    }
+    const uint32_t g = heads.front() / l.shape.group(), last = n - 1, last_page = last / P;
+    std::vector<Vector> queries;
+    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
+    Vector page_scores(last_page);
+    for (uint32_t p = 0; p < last_page; ++p) {
+      Vector high(d, -INFINITY), low(d, INFINITY);
+      for (uint32_t j = p * P; j < (p + 1) * P; ++j)
+        for (uint32_t c = 0; c < d; ++c) {
+          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
+          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
+        }
+      Vector per_head;
+      for (const Vector& q : queries) {
+        double u = 0;
+        for (uint32_t c = 0; c < d; ++c) u += std::max(q[c] * high[c], q[c] * low[c]);
+        per_head.push_back(u);
+      }
+      page_scores[p] = aggregate(per_head, o.gqa_agg);
+    }
+    const uint32_t kept = budget / P > 1 ? budget / P - 1 : 0;
+    std::vector<int32_t> tokens;
+    for (int32_t p : top_k(page_scores, kept))
+      for (uint32_t j = p * P; j < (p + 1) * P; ++j) tokens.push_back(int32_t(j));
+    for (uint32_t j = last_page * P; j <= last; ++j) tokens.push_back(int32_t(j));
+    s.push_back(tokens);
+  }
+  return s;
+}
+
+Selection fier(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), gs = o.group_size;
+  Selection s;
+  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
+    const uint32_t g = heads.front() / l.shape.group();
+    std::vector<Vector> queries;
+    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
+    Vector scores(n);
+    for (uint32_t b0 = 0; b0 < n; b0 += gs) {
+      const uint32_t b1 = std::min(b0 + gs, n);  // blocks cut from keys [0, n)
+      Vector high(d, -INFINITY), low(d, INFINITY);
+      for (uint32_t j = b0; j < b1; ++j)
+        for (uint32_t c = 0; c < d; ++c) {
+          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
+          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
+        }
+      for (uint32_t j = b0; j < b1; ++j) {
+        Vector dequantised(d);
+        for (uint32_t c = 0; c < d; ++c) {
+          const double x = row(l.k, g, T, j, d)[c];
+          const bool bit = high[c] > low[c] && (x - low[c]) / (high[c] - low[c]) >= 0.5;
+          dequantised[c] = bit ? high[c] : low[c];
+        }
+        Vector per_head;
+        for (const Vector& q : queries) {
+          double score = 0;
+          for (uint32_t c = 0; c < d; ++c) score += q[c] * dequantised[c];
+          per_head.push_back(score);
+        }
+        scores[j] = aggregate(per_head, o.gqa_agg);
+      }
+    }
+    s.push_back(top_k(scores, budget));
+  }
+  return s;
+}
+
+Selection streaming(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t n = block.candidates();
+  std::vector<int32_t> tokens;
+  if (n <= budget) {
+    tokens = all_of(n);
+  } else {
+    const uint32_t sinks = std::min(o.n_sink, budget);
+    for (uint32_t j = 0; j < sinks; ++j) tokens.push_back(int32_t(j));
+    for (uint32_t j = n - (budget - sinks); j < n; ++j) tokens.push_back(int32_t(j));
+  }
+  return Selection(l.shape.kv_heads, tokens);
+}
+
+}  // namespace
+
+HostLayer host_layer(const Capture& capture, const CaptureLayer& layer) {
+  return {layer.shape, capture.scale(layer), to_float(layer.dtype, layer.q->data), to_float(layer.dtype, layer.k->data),
+          to_float(layer.dtype, layer.v->data)};
+}
+
+Granularity granularity(const std::string& method, const MethodOptions& options, Mode mode) {
+  if (method == "oracle") return mode == Mode::decode ? Granularity::query_head : Granularity::kv_head;
+  if (method == "quest" || method == "fier")
+    return options.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
+  return Granularity::kv_head;
+}
+
+Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
+                 uint32_t budget) {
+  if (method == "oracle") return oracle(layer, block, budget);
+  if (method == "quoka") return quoka(layer, options, block, budget);
+  if (method == "quest") return quest(layer, options, block, budget);
+  if (method == "fier") return fier(layer, options, block, budget);
+  if (method == "streaming") return streaming(layer, options, block, budget);
+  throw InputError("reference: unknown method '" + method + "'");
+}
+
+std::vector<HeadMetrics> metrics(const HostLayer& l, const Block& block, const Selection& selection,
+                                 Granularity selection_granularity, const Selection& oracle_selection,
+                                 Granularity oracle_granularity) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, r = l.shape.group();
+  std::vector<HeadMetrics> heads(l.shape.heads);
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const std::vector<int32_t>& s = selection[selection_granularity == Granularity::kv_head ? h / r : h];
+    const std::vector<int32_t>& o = oracle_selection[oracle_granularity == Granularity::kv_head ? h / r : h];
+    size_t hits = 0;
+    for (int32_t j : s) hits += std::binary_search(o.begin(), o.end(), j);
+    heads[h].recall = o.empty() ? 1.0 : double(hits) / o.size();
+    const uint32_t g = h / r;
+    for (uint32_t i = 0; i < block.n_queries; ++i) {
+      const uint32_t position = block.first_query + i;
+      Vector p = probabilities(l, h, position);
+      std::vector<bool> attended(position + 1, false);
+      for (int32_t j : s) attended[j] = true;
+      if (block.mode == Mode::prefill)
+        for (uint32_t j = block.first_query; j <= position; ++j) attended[j] = true;
+      Vector dense(d, 0.0), sparse(d, 0.0);
+      double coverage = 0;
+      for (uint32_t j = 0; j <= position; ++j) {
+        const float* v = row(l.v, g, T, j, d);
+        for (uint32_t c = 0; c < d; ++c) dense[c] += p[j] * v[c];
+        if (!attended[j]) continue;
+        coverage += p[j];
+        for (uint32_t c = 0; c < d; ++c) sparse[c] += p[j] * v[c];
+      }
+      double difference = 0, dense_norm = 0;
+      for (uint32_t c = 0; c < d; ++c) {
+        difference += std::pow(sparse[c] / coverage - dense[c], 2);
+        dense_norm += dense[c] * dense[c];
+      }
+      heads[h].coverage += coverage / block.n_queries;
+      heads[h].output_error += (dense_norm > 0 ? std::sqrt(difference / dense_norm) : 0.0) / block.n_queries;
+    }
+  }
+  return heads;
+}
+
+}  // namespace kv::reference

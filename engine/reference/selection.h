@@ -1,0 +1,40 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capture.h"
+#include "method.h"
+
+namespace kv::reference {
+
+// A layer as float64 work sees it: the stored values, widened.
+struct HostLayer {
+  AttentionShape shape;
+  double scale = 0;
+  std::vector<float> q, k, v;  // [H, T, d], [G, T, d], [G, T, d]
+};
+
+HostLayer host_layer(const Capture& capture, const CaptureLayer& layer);
+
+// Rows (query heads or KV heads) of ascending key positions.
+using Selection = std::vector<std::vector<int32_t>>;
+
+Granularity granularity(const std::string& method, const MethodOptions& options, Mode mode);
+
+// The spec's selection, literally, in float64 (METHODS.md and docs/methods.md).
+Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
+                 uint32_t budget);
+
+struct HeadMetrics {
+  double coverage = 0, recall = 0, output_error = 0;
+};
+
+// Per query head: coverage and output error of the attended set (the
+// selection, plus the chunk's causal keys in prefill), means over the block's
+// queries, and recall of the selection against the oracle's.
+std::vector<HeadMetrics> metrics(const HostLayer& layer, const Block& block, const Selection& selection,
+                                 Granularity selection_granularity, const Selection& oracle,
+                                 Granularity oracle_granularity);
+
+}  // namespace kv::reference

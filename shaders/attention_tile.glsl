@@ -1,0 +1,173 @@
+// The body of attention_partial.comp and sparse_attention_partial.comp: causal
+// attention of a tile of (query head, query) rows over one split of a key list,
+// with the keys and values of each slot read once for every head that shares
+// the list (GQA). Online softmax in log2 units; unnormalised outputs and
+// (max, sum) per row go to attention_merge. The including kernel defines
+// KEY_LIST: 0 = keys [0, position] (dense), 1 = a selection plus own keys.
+layout(constant_id = 0) const uint HEAD_DIM = 128;
+layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
+layout(constant_id = 2) const uint ROWS = 16;
+layout(constant_id = 3) const uint KEY_TILE = 32;
+layout(constant_id = 4) const uint WORKGROUP = 128;
+layout(local_size_x_id = 4) in;
+
+#include "common.glsl"
+#include "load.glsl"
+
+layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };   // [H, n_queries, d]
+layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };         // [G, T, d]
+layout(std430, binding = 2) readonly buffer Values { uvec4 values_[]; };    // [G, T, d]
+layout(std430, binding = 3) writeonly buffer PartialOutput { float partial_output[]; };  // [H, n_queries, n_splits, d]
+layout(std430, binding = 4) writeonly buffer PartialStats { vec2 partial_stats[]; };     // [H, n_queries, n_splits]
+#if KEY_LIST
+layout(std430, binding = 5) readonly buffer Selection { int selection[]; };  // [lists, list_length], -1 padded
+#endif
+
+layout(push_constant) uniform AttentionPartialPush { ATTENTION_PARTIAL_FIELDS } pc;
+
+DEFINE_LOAD8(load_query, queries)
+DEFINE_LOAD8(load_key, keys)
+DEFINE_LOAD8(load_value, values_)
+
+const uint CHUNKS = HEAD_DIM / 8;
+const uint STRIDE = HEAD_DIM + 1;  // padding keeps the score loop free of bank conflicts
+const uint ACCUMULATORS = (ROWS * HEAD_DIM + WORKGROUP - 1) / WORKGROUP;
+
+shared float query_tile[ROWS * HEAD_DIM];
+shared float kv_tile[KEY_TILE * STRIDE];
+shared float p_tile[ROWS * KEY_TILE];
+shared float row_max[ROWS];
+shared float row_sum[ROWS];
+shared float row_alpha[ROWS];
+shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 = no row
+shared uint row_output[ROWS];     // (head * n_queries + query), where the row's results go
+shared int tile_keys[KEY_TILE];   // key position of each slot in the current tile; -1 = none
+
+// The key at `slot` of key list `list`, or -1. Dense: slot = position. Sparse:
+// the selected positions, then the chunk's own keys.
+int slot_key(uint list, uint slot) {
+#if KEY_LIST
+  if (slot < pc.list_length) return selection[list * pc.list_length + slot];
+  uint own = slot - pc.list_length;
+  return own < pc.own_count ? int(pc.own_first + own) : -1;
+#else
+  return int(slot);
+#endif
+}
+
+void load_kv_tile(bool value, uint kv_head) {
+  for (uint i = gl_LocalInvocationIndex; i < KEY_TILE * CHUNKS; i += WORKGROUP) {
+    uint kk = i / CHUNKS, chunk = i % CHUNKS;
+    int key = tile_keys[kk];
+    vec4 lo = vec4(0), hi = vec4(0);
+    if (key >= 0) {
+      uint e = (kv_head * pc.n_tokens + uint(key)) * HEAD_DIM + chunk * 8u;
+      if (value) load_value(e, lo, hi); else load_key(e, lo, hi);
+    }
+    uint base = kk * STRIDE + chunk * 8u;
+    for (uint c = 0; c < 4; ++c) {
+      kv_tile[base + c] = lo[c];
+      kv_tile[base + 4u + c] = hi[c];
+    }
+  }
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex;
+  const uint split = gl_WorkGroupID.x, tile = gl_WorkGroupID.y;
+  const uint list = gl_WorkGroupID.z / pc.head_blocks, block = gl_WorkGroupID.z % pc.head_blocks;
+  const uint kv_head = list * pc.heads_per_list / (pc.n_heads / pc.n_kv_heads);
+
+  for (uint row = tid; row < ROWS; row += WORKGROUP) {
+    uint head_in_block = row / pc.queries_per_tile;
+    uint head_in_list = block * pc.heads_per_block + head_in_block;
+    uint query = tile * pc.queries_per_tile + row % pc.queries_per_tile;
+    bool valid = head_in_block < pc.heads_per_block && head_in_list < pc.heads_per_list && query < pc.n_queries;
+    row_key_limit[row] = valid ? pc.first_position + query + 1u : 0u;
+    row_output[row] = (list * pc.heads_per_list + head_in_list) * pc.n_queries + query;
+    row_max[row] = LOWEST_FLOAT;
+    row_sum[row] = 0.0;
+  }
+  barrier();
+  for (uint i = tid; i < ROWS * CHUNKS; i += WORKGROUP) {
+    uint row = i / CHUNKS, chunk = i % CHUNKS;
+    vec4 lo = vec4(0), hi = vec4(0);
+    if (row_key_limit[row] > 0u) load_query(row_output[row] * HEAD_DIM + chunk * 8u, lo, hi);
+    for (uint c = 0; c < 4; ++c) {
+      query_tile[row * HEAD_DIM + chunk * 8u + c] = lo[c] * pc.scale_log2;
+      query_tile[row * HEAD_DIM + chunk * 8u + 4u + c] = hi[c] * pc.scale_log2;
+    }
+  }
+  barrier();
+
+#if KEY_LIST
+  const uint slots = pc.list_length + pc.own_count;
+#else
+  uint slots = 0;
+  for (uint row = 0; row < ROWS; ++row) slots = max(slots, row_key_limit[row]);
+#endif
+  const uint slot_begin = split * pc.split_keys;
+  const uint slot_end = min(slot_begin + pc.split_keys, slots);
+
+  float accumulator[ACCUMULATORS];
+  for (uint a = 0; a < ACCUMULATORS; ++a) accumulator[a] = 0.0;
+
+  for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
+    for (uint kk = tid; kk < KEY_TILE; kk += WORKGROUP)
+      tile_keys[kk] = slot0 + kk < slot_end ? slot_key(list, slot0 + kk) : -1;
+    barrier();
+    load_kv_tile(false, kv_head);
+    barrier();
+    for (uint i = tid; i < ROWS * KEY_TILE; i += WORKGROUP) {
+      uint row = i / KEY_TILE, kk = i % KEY_TILE;
+      int key = tile_keys[kk];
+      float score = LOWEST_FLOAT;
+      if (key >= 0 && uint(key) < row_key_limit[row]) {
+        score = 0.0;
+        for (uint c = 0; c < HEAD_DIM; ++c) score += query_tile[row * HEAD_DIM + c] * kv_tile[kk * STRIDE + c];
+      }
+      p_tile[i] = score;
+    }
+    barrier();
+    for (uint row = tid; row < ROWS; row += WORKGROUP) {
+      float old_max = row_max[row], new_max = old_max;
+      for (uint kk = 0; kk < KEY_TILE; ++kk) new_max = max(new_max, p_tile[row * KEY_TILE + kk]);
+      float alpha = 1.0, sum = 0.0;
+      if (new_max != LOWEST_FLOAT) {
+        alpha = exp2(old_max - new_max);  // 0 when old_max is -inf
+        for (uint kk = 0; kk < KEY_TILE; ++kk) {
+          float p = exp2(p_tile[row * KEY_TILE + kk] - new_max);
+          p_tile[row * KEY_TILE + kk] = p;
+          sum += p;
+        }
+      } else {
+        for (uint kk = 0; kk < KEY_TILE; ++kk) p_tile[row * KEY_TILE + kk] = 0.0;
+      }
+      row_max[row] = new_max;
+      row_sum[row] = row_sum[row] * alpha + sum;
+      row_alpha[row] = alpha;
+    }
+    barrier();
+    load_kv_tile(true, kv_head);
+    barrier();
+    for (uint a = 0; a < ACCUMULATORS; ++a) {
+      uint o = tid + a * WORKGROUP;
+      if (o >= ROWS * HEAD_DIM) break;
+      uint row = o / HEAD_DIM, c = o % HEAD_DIM;
+      float sum = accumulator[a] * row_alpha[row];
+      for (uint kk = 0; kk < KEY_TILE; ++kk) sum += p_tile[row * KEY_TILE + kk] * kv_tile[kk * STRIDE + c];
+      accumulator[a] = sum;
+    }
+    barrier();
+  }
+
+  for (uint a = 0; a < ACCUMULATORS; ++a) {
+    uint o = tid + a * WORKGROUP;
+    if (o >= ROWS * HEAD_DIM) break;
+    uint row = o / HEAD_DIM, c = o % HEAD_DIM;
+    if (row_key_limit[row] > 0u)
+      partial_output[(row_output[row] * pc.n_splits + split) * HEAD_DIM + c] = accumulator[a];
+  }
+  for (uint row = tid; row < ROWS; row += WORKGROUP)
+    if (row_key_limit[row] > 0u) partial_stats[row_output[row] * pc.n_splits + split] = vec2(row_max[row], row_sum[row]);
+}

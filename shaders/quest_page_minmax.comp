@@ -1,0 +1,43 @@
+#version 460
+// Quest metadata: for each KV head and page of page_size tokens, the channel-wise
+// max M and min m of the keys. Built once per cache; an append recomputes only
+// the pages it touched (first_page..end_page).
+#extension GL_GOOGLE_include_directive : require
+#include "layouts.h"
+
+layout(constant_id = 0) const uint HEAD_DIM = 128;
+layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
+layout(local_size_x = 64) in;
+
+#include "load.glsl"
+
+layout(std430, binding = 0) readonly buffer Keys { uvec4 keys[]; };          // [G, T, d]
+layout(std430, binding = 1) writeonly buffer PageMinMax { float minmax[]; };  // [G, n_pages, 2, d]: max, then min
+
+layout(push_constant) uniform PageMinMaxPush { PAGE_MINMAX_FIELDS } pc;
+
+DEFINE_LOAD8(load_key, keys)
+
+void main() {
+  const uint page = pc.first_page + gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y;
+  if (page >= pc.end_page) return;
+  const uint first = page * pc.page_size, end = min(first + pc.page_size, pc.n_valid);
+  for (uint chunk = gl_LocalInvocationIndex; chunk < HEAD_DIM / 8u; chunk += 64u) {
+    vec4 max_lo = vec4(-3.402823466e38), max_hi = max_lo, min_lo = vec4(3.402823466e38), min_hi = min_lo;
+    for (uint j = first; j < end; ++j) {
+      vec4 lo, hi;
+      load_key((kv_head * pc.n_tokens + j) * HEAD_DIM + chunk * 8u, lo, hi);
+      max_lo = max(max_lo, lo);
+      max_hi = max(max_hi, hi);
+      min_lo = min(min_lo, lo);
+      min_hi = min(min_hi, hi);
+    }
+    uint base = (kv_head * pc.n_pages + page) * 2u * HEAD_DIM + chunk * 8u;
+    for (uint c = 0u; c < 4u; ++c) {
+      minmax[base + c] = max_lo[c];
+      minmax[base + 4u + c] = max_hi[c];
+      minmax[base + HEAD_DIM + c] = min_lo[c];
+      minmax[base + HEAD_DIM + 4u + c] = min_hi[c];
+    }
+  }
+}

@@ -1,0 +1,225 @@
+// Every method in both regimes against its float64 reference (METHODS.md
+// "Ties and precision"): the GPU set's recall against the reference set, and
+// the metrics of eval against the reference metrics.
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include "evaluator.h"
+#include "methods/fier_keys.h"
+#include "methods/quest_pages.h"
+#include "reference/selection.h"
+#include "synth.h"
+#include "test_device.h"
+
+namespace kv {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_path(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("kvscope_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+// A one-layer capture of fresh Gaussian values.
+fs::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::vector<float> q(size_t(s.heads) * s.tokens * s.dim), k(size_t(s.kv_heads) * s.tokens * s.dim), v(k.size());
+  for (auto* t : {&q, &k, &v})
+    for (float& x : *t) x = normal(rng);
+  std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v);
+  CaptureData data;
+  data.model = "random";
+  data.source = "test";
+  data.layers.push_back({0, s, dtype, qb, kb, vb});
+  fs::path path = temp_path(name + ".safetensors");
+  write_capture(path, data);
+  return path;
+}
+
+struct MethodCase {
+  std::string method;
+  Mode mode;
+  AttentionShape shape;
+  DType dtype;
+  uint32_t budget;
+  std::string variant;  // "", "max", "mean": --gqa-agg for quest/fier, --quoka-group max for quoka
+  uint32_t chunk = 48;
+};
+
+MethodOptions options_of(const MethodCase& c) {
+  MethodOptions o;
+  o.n_q = 8;
+  if (c.method == "quoka") o.quoka_max = c.variant == "max";
+  if (c.variant == "max" && c.method != "quoka") o.gqa_agg = HeadAggregate::max;
+  if (c.variant == "mean") o.gqa_agg = HeadAggregate::mean;
+  return o;
+}
+
+std::string case_name(const ::testing::TestParamInfo<MethodCase>& info) {
+  const MethodCase& c = info.param;
+  return c.method + "_" + mode_name(c.mode) + "_H" + std::to_string(c.shape.heads) + "_G" + std::to_string(c.shape.kv_heads) +
+         "_d" + std::to_string(c.shape.dim) + "_T" + std::to_string(c.shape.tokens) + "_" + dtype_name(c.dtype) + "_k" +
+         std::to_string(c.budget) + (c.variant.empty() ? "" : "_" + c.variant);
+}
+
+class MethodTest : public test::GpuTest, public ::testing::WithParamInterface<MethodCase> {};
+
+TEST_P(MethodTest, SelectionMatchesReference) {
+  const MethodCase& c = GetParam();
+  const MethodOptions options = options_of(c);
+  const fs::path path = random_capture(case_name({c, 0}), c.shape, c.dtype);
+  Capture capture(path);
+  const CaptureLayer& layer = capture.layer(0);
+  vk::Device& device = test::device();
+  SelectionResult gpu = select_layer(device, capture, layer, c.method, options, c.mode, c.budget, 3, c.chunk);
+  const reference::HostLayer host = reference::host_layer(capture, layer);
+  ASSERT_EQ(gpu.granularity, reference::granularity(c.method, options, c.mode));
+
+  double recall_sum = 0;
+  size_t rows = 0;
+  for (size_t b = 0; b < gpu.block_positions.size(); ++b) {
+    const Block block = c.mode == Mode::decode
+                            ? Block{Mode::decode, gpu.block_positions[b], 1}
+                            : Block{Mode::prefill, gpu.block_positions[b], std::min(c.chunk, c.shape.tokens - gpu.block_positions[b])};
+    reference::Selection want = reference::select(c.method, options, host, block, c.budget);
+    ASSERT_EQ(want.size(), gpu.rows);
+    for (uint32_t r = 0; r < gpu.rows; ++r) {
+      const int32_t* got = &gpu.indices[(b * gpu.rows + r) * gpu.width];
+      std::vector<int32_t> got_set;
+      for (uint32_t s = 0; s < gpu.width; ++s) {
+        if (got[s] < 0) {
+          for (uint32_t rest = s; rest < gpu.width; ++rest) ASSERT_EQ(got[rest], -1) << "padding is not at the end";
+          break;
+        }
+        ASSERT_LT(uint32_t(got[s]), block.candidates()) << "selected a key outside the candidates";
+        if (!got_set.empty()) ASSERT_GT(got[s], got_set.back()) << "indices not strictly ascending";
+        got_set.push_back(got[s]);
+      }
+      ASSERT_EQ(got_set.size(), want[r].size()) << "block " << b << " row " << r;
+      size_t hits = 0;
+      for (int32_t j : got_set) hits += std::binary_search(want[r].begin(), want[r].end(), j);
+      recall_sum += want[r].empty() ? 1.0 : double(hits) / want[r].size();
+      ++rows;
+    }
+  }
+  EXPECT_GE(recall_sum / rows, 0.995);
+}
+
+const AttentionShape kGqa{8, 2, 301, 64};   // lengths off every page, block and chunk size
+const AttentionShape kMha{4, 4, 263, 128};
+const AttentionShape kGqa128{8, 4, 330, 128};
+
+std::vector<MethodCase> method_cases() {
+  std::vector<MethodCase> cases;
+  for (Mode mode : {Mode::decode, Mode::prefill}) {
+    for (const std::string& method : {"oracle", "quoka", "quest", "fier", "streaming"}) {
+      cases.push_back({method, mode, kGqa, DType::f16, 64, ""});
+      cases.push_back({method, mode, kMha, DType::f16, 40, ""});
+      cases.push_back({method, mode, kGqa128, DType::bf16, 100, ""});
+      cases.push_back({method, mode, kGqa, DType::f16, 1000, ""});  // budget above every candidate set
+    }
+    cases.push_back({"quoka", mode, kGqa, DType::f16, 64, "max"});
+    for (const std::string& method : {"quest", "fier"}) {
+      cases.push_back({method, mode, kGqa, DType::f16, 64, "max"});
+      cases.push_back({method, mode, kGqa128, DType::f32, 48, "mean"});
+    }
+    cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, MethodTest, ::testing::ValuesIn(method_cases()), case_name);
+
+class MetricsTest : public test::GpuTest, public ::testing::WithParamInterface<Mode> {};
+
+TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
+  const Mode mode = GetParam();
+  SynthOptions synth;
+  synth.heads = 8;
+  synth.kv_heads = 2;
+  synth.dim = 64;
+  synth.tokens = 203;
+  synth.seed = std::random_device{}();
+  const fs::path path = temp_path(std::string("metrics_") + mode_name(mode) + ".safetensors");
+  write_synthetic_capture(path, synth);
+  Capture capture(path);
+  const CaptureLayer& layer = capture.layer(0);
+  EvalConfig config;
+  config.mode = mode;
+  config.probes = 3;
+  config.chunk = 64;
+  config.methods = {"dense", "oracle", "quoka", "quest", "fier", "streaming"};
+  config.budgets = {16, 48, 150};
+  std::vector<EvalRow> rows = evaluate_layer(test::device(), capture, layer, config);
+  ASSERT_EQ(rows.size(), config.methods.size() * config.budgets.size());
+
+  const reference::HostLayer host = reference::host_layer(capture, layer);
+  for (const EvalRow& row : rows) {
+    if (row.method == "dense") {
+      EXPECT_EQ(row.mean.coverage, 1.0);
+      continue;
+    }
+    // Reference metrics of the reference selections, block by block.
+    reference::HeadMetrics mean;
+    size_t count = 0;
+    for (uint32_t position : row.block_positions) {
+      const Block block = mode == Mode::decode ? Block{mode, position, 1} : Block{mode, position, std::min(64u, synth.tokens - position)};
+      auto selection = reference::select(row.method, config.options, host, block, row.budget);
+      auto oracle = reference::select("oracle", config.options, host, block, row.budget);
+      for (const reference::HeadMetrics& h :
+           reference::metrics(host, block, selection, reference::granularity(row.method, config.options, mode), oracle,
+                              reference::granularity("oracle", config.options, mode))) {
+        mean.coverage += h.coverage;
+        mean.recall += h.recall;
+        mean.output_error += h.output_error;
+        ++count;
+      }
+    }
+    const std::string what = row.method + " budget " + std::to_string(row.budget);
+    EXPECT_NEAR(row.mean.coverage, mean.coverage / count, 1e-3) << what;
+    EXPECT_NEAR(row.mean.recall, mean.recall / count, 1e-3) << what;
+    EXPECT_NEAR(row.mean.output_error, mean.output_error / count, 1e-3) << what;
+    for (const EvalRow& oracle : rows)
+      if (oracle.method == "oracle" && oracle.budget == row.budget)
+        EXPECT_GE(oracle.mean.coverage + 1e-6, row.mean.coverage) << "oracle coverage below " << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, MetricsTest, ::testing::Values(Mode::decode, Mode::prefill),
+                         [](const auto& info) { return std::string(mode_name(info.param)); });
+
+// Per-cache metadata updated after an append equals metadata built at once.
+class MetadataTest : public test::GpuTest {};
+
+TEST_F(MetadataTest, AppendUpdatesMatchFullBuild) {
+  const AttentionShape shape{4, 2, 203, 64};
+  const fs::path path = random_capture("append", shape, DType::f16);
+  Capture capture(path);
+  vk::Device& device = test::device();
+  GpuLayer layer(device, capture, capture.layer(0));
+  const uint32_t before = 150;
+  QuestPages full_pages(device, layer, 16), appended_pages(device, layer, 16);
+  FierKeys full_keys(device, layer, 32), appended_keys(device, layer, 32);
+  for (const vk::Buffer* b : {&full_pages.minmax(), &appended_pages.minmax(), &full_keys.low_high(), &appended_keys.low_high(),
+                              &full_keys.bits(), &appended_keys.bits()})
+    const_cast<vk::Buffer*>(b)->fill(0);
+  vk::Pass pass(device);
+  full_pages.record_update(pass, 0, shape.tokens);
+  full_keys.record_update(pass, 0, shape.tokens);
+  appended_pages.record_update(pass, 0, before);            // the cache before the append
+  appended_keys.record_update(pass, 0, before);
+  appended_pages.record_update(pass, before, shape.tokens);  // then the appended tokens only
+  appended_keys.record_update(pass, before, shape.tokens);
+  pass.run();
+  auto bytes = [](const vk::Buffer& b) { return b.download_values<uint32_t>(b.bytes() / 4); };
+  EXPECT_EQ(bytes(full_pages.minmax()), bytes(appended_pages.minmax()));
+  EXPECT_EQ(bytes(full_keys.low_high()), bytes(appended_keys.low_high()));
+  EXPECT_EQ(bytes(full_keys.bits()), bytes(appended_keys.bits()));
+}
+
+}  // namespace
+}  // namespace kv
