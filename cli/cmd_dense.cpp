@@ -93,7 +93,7 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
   vk::Device device(global.device);
   GpuLayer gpu_layer(device, capture, layer);
   const uint32_t n = uint32_t(positions.size());
-  Attention dense(device, layer.shape, layer.dtype, Attention::Keys::dense, n, positions.back() + 1);
+  Attention dense(device, layer.shape, layer.dtype, Attention::Keys::dense, n);
   const std::vector<std::byte> queries = gather_queries(layer.shape, layer.dtype, layer.q->data, positions);
   vk::Buffer query_buffer(device, queries.size());
   query_buffer.upload(queries);

@@ -16,14 +16,15 @@ namespace kv::cli {
 
 const char* const kEvalHelp =
     "usage: kvscope eval --capture FILE [--layers L1,L2|all] [--methods M1,M2] [--budgets K1,K2]\n"
-    "                    (--decode [--probes N] | --prefill [--chunk B]) [method options]\n"
+    "                    (--decode [--probes N] | --prefill [--chunk B] [--chunks N]) [method options]\n"
     "                    [--json OUT] [--csv OUT]\n\n"
     "Sweeps methods x budgets (x layers) on the GPU and prints one row per method\n"
     "and budget: coverage of dense attention mass, recall against the oracle's set,\n"
     "relative output error (means over heads and blocks), and median GPU time per\n"
     "block of the method's selection stages and of sparse attention over its set.\n"
     "Defaults: --layers all, --methods dense,oracle,quoka,quest,fier,streaming,\n"
-    "--budgets 256,512,1024,2048, --probes 64, --chunk 128.\n"
+    "--budgets 256,512,1024,2048, --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
+    "N: the last N). Prefill chunk 0 has no past and is skipped.\n"
     "method options: --page-size --group-size --n-q --quoka-group --gqa-agg --n-sink (see 'select --help')\n"
     "--json OUT writes CLI.md's metrics objects (per head and per block too); --csv OUT one line per row.\n";
 
@@ -110,6 +111,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   config.options = parse_method_options(args);
   config.probes = args.count("probes", 64, 1);
   config.chunk = args.count("chunk", 128, 1, 4096);
+  config.last_chunks = args.count("chunks", 0);
   config.methods = split(args.text("methods", "dense,oracle,quoka,quest,fier,streaming"));
   for (const std::string& m : config.methods)
     if (m != "dense" && !method_supports(m, config.mode)) throw InputError("eval: unknown method '" + m + "'");

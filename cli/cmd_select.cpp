@@ -12,11 +12,12 @@ namespace kv::cli {
 
 const char* const kSelectHelp =
     "usage: kvscope select --capture FILE --layer L --method M --budget K\n"
-    "                      (--decode [--probes N] | --prefill [--chunk B]) [method options]\n"
+    "                      (--decode [--probes N] | --prefill [--chunk B] [--chunks N]) [method options]\n"
     "                      --out SEL.safetensors [--json]\n\n"
     "Runs one selection method on the GPU for every decode probe (the last N\n"
     "positions, default 64) or prefill chunk (B queries, default 128; chunk 0,\n"
-    "which has no past, is skipped) and writes the selection file of CLI.md:\n"
+    "which has no past, is skipped; --chunks N keeps the last N) and writes the\n"
+    "selection file of CLI.md:\n"
     "indices I32 [blocks, rows, K'] (ascending, -1 padded; K' = K, or the page size\n"
     "for quest when K is smaller), block_pos I32 [blocks], and metadata.\n\n"
     "methods: oracle, quoka, quest, fier, streaming\n"
@@ -41,7 +42,7 @@ int run_select(const GlobalOptions& global, const std::vector<std::string>& argv
   const CaptureLayer& layer = capture.layer(int(args.count("layer", 0, 0, 1u << 20)));
   vk::Device device(global.device);
   SelectionResult r = select_layer(device, capture, layer, method, options, mode, budget, args.count("probes", 64, 1),
-                                   args.count("chunk", 128, 1, 4096));
+                                   args.count("chunk", 128, 1, 4096), args.count("chunks", 0));
 
   std::vector<int32_t> positions(r.block_positions.begin(), r.block_positions.end());
   const uint64_t blocks = positions.size();

@@ -18,7 +18,9 @@ using layouts::AttentionPartialPush;
 constexpr uint32_t kMergeWorkgroup = 64;
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
-constexpr uint32_t kMaxSplits = 256;
+// Queries x splits of the partial buffers: a decode step may split 256 ways, a
+// chunk of 128 queries 2 ways (its query tiles already fill the GPU).
+constexpr uint32_t kPartialRowsPerHead = 256;
 
 uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
@@ -45,11 +47,11 @@ AttentionTiling choose_base_tiling(const AttentionShape& shape, uint32_t shared_
 }  // namespace
 
 Attention::Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys,
-                     uint32_t max_queries, uint32_t max_slots)
+                     uint32_t max_queries)
     : shape_(shape),
       keys_(keys),
       max_queries_(std::max<uint32_t>(1, max_queries)),
-      max_splits_(std::min(kMaxSplits, std::max<uint32_t>(1, max_slots))),
+      partial_rows_(std::max(kPartialRowsPerHead, max_queries_)),
       base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
@@ -62,8 +64,8 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
         const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
         return vk::Kernel(device, "attention_merge", attention_merge_spirv, {4, sizeof(AttentionMergePush)}, specialization);
       }()),
-      partial_output_(device, size_t(shape.heads) * max_queries_ * max_splits_ * shape.dim * sizeof(float)),
-      partial_stats_(device, size_t(shape.heads) * max_queries_ * max_splits_ * 2 * sizeof(float)),
+      partial_output_(device, size_t(shape.heads) * partial_rows_ * shape.dim * sizeof(float)),
+      partial_stats_(device, size_t(shape.heads) * partial_rows_ * 2 * sizeof(float)),
       output_(device, size_t(shape.heads) * max_queries_ * shape.dim * sizeof(float)),
       log_sum_exp_(device, size_t(shape.heads) * max_queries_ * sizeof(float)) {}
 
@@ -78,7 +80,8 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
   t.query_tiles = ceil_div(std::max<uint32_t>(1, request.n_queries), t.queries_per_tile);
   const uint32_t groups = t.query_tiles * (shape_.heads / heads_per_list) * t.head_blocks;
   const uint32_t key_tiles = ceil_div(std::max<uint32_t>(1, slots), t.key_tile);
-  const uint32_t wanted = std::clamp<uint32_t>(ceil_div(kTargetWorkgroups, groups), 1, std::min(key_tiles, max_splits_));
+  const uint32_t split_cap = std::max<uint32_t>(1, partial_rows_ / std::max<uint32_t>(1, request.n_queries));
+  const uint32_t wanted = std::clamp<uint32_t>(ceil_div(kTargetWorkgroups, groups), 1, std::min(key_tiles, split_cap));
   t.split_keys = ceil_div(key_tiles, wanted) * t.key_tile;
   t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
   return t;

@@ -50,8 +50,7 @@ class Attention {
  public:
   enum class Keys { dense, sparse };
 
-  Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys, uint32_t max_queries,
-            uint32_t max_slots);
+  Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys, uint32_t max_queries);
 
   // The buffers bound here must outlive every run of the pass.
   void record(vk::Pass& pass, const GpuLayer& layer, const AttentionRequest& request, const std::string& prefix) const;
@@ -68,7 +67,7 @@ class Attention {
   AttentionShape shape_;
   Keys keys_;
   uint32_t max_queries_;
-  uint32_t max_splits_;
+  uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   AttentionTiling base_;
   vk::Kernel partial_;
   vk::Kernel merge_;

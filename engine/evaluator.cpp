@@ -10,11 +10,14 @@
 namespace kv {
 namespace {
 
-std::vector<Block> blocks_with_candidates(Mode mode, uint32_t tokens, uint32_t probes, uint32_t chunk) {
+std::vector<Block> blocks_with_candidates(Mode mode, uint32_t tokens, uint32_t probes, uint32_t chunk,
+                                          uint32_t last_chunks) {
   std::vector<Block> all = mode == Mode::decode ? decode_blocks(tokens, probes) : prefill_blocks(tokens, chunk);
   std::vector<Block> blocks;
   for (const Block& b : all)
     if (b.candidates() > 0) blocks.push_back(b);
+  if (mode == Mode::prefill && last_chunks > 0 && blocks.size() > last_chunks)
+    blocks.erase(blocks.begin(), blocks.end() - last_chunks);
   if (blocks.empty()) throw InputError("the capture has no block with keys to select from (T too short for the chunk?)");
   return blocks;
 }
@@ -95,12 +98,12 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
   for (uint32_t b : config.budgets)
     if (b == 0) throw InputError("eval: budgets must be positive");
   const AttentionShape& shape = layer.shape;
-  const std::vector<Block> blocks = blocks_with_candidates(config.mode, shape.tokens, config.probes, config.chunk);
+  const std::vector<Block> blocks = blocks_with_candidates(config.mode, shape.tokens, config.probes, config.chunk, config.last_chunks);
   const uint32_t max_queries = config.mode == Mode::decode ? 1 : config.chunk;
 
   GpuLayer gpu(device, capture, layer);
   BlockQueries queries(device, layer, max_queries);
-  Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries, shape.tokens);
+  Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries);
   std::unique_ptr<Method> oracle = make_method(device, gpu, "oracle", config.options, config.mode, max_queries);
 
   std::vector<std::string> names;
@@ -116,11 +119,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
   }
   auto method_at = [&](size_t m) -> Method& { return methods[m] ? *methods[m] : *oracle; };
 
-  uint32_t widest = 0;
-  for (size_t m = 0; m < methods.size(); ++m)
-    for (uint32_t b : config.budgets) widest = std::max(widest, method_at(m).list_width(b));
-  for (uint32_t b : config.budgets) widest = std::max(widest, b);
-  Attention sparse(device, shape, layer.dtype, Attention::Keys::sparse, max_queries, widest + max_queries);
+  Attention sparse(device, shape, layer.dtype, Attention::Keys::sparse, max_queries);
   SelectionMetrics metrics(device, shape);
 
   // Selection lists: the oracle's per budget, and each method's per budget.
@@ -227,14 +226,14 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
 
 SelectionResult select_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                              const std::string& method_name, const MethodOptions& options, Mode mode, uint32_t budget,
-                             uint32_t probes, uint32_t chunk) {
+                             uint32_t probes, uint32_t chunk, uint32_t last_chunks) {
   if (budget == 0) throw InputError("select: --budget must be positive");
   const AttentionShape& shape = layer.shape;
-  const std::vector<Block> blocks = blocks_with_candidates(mode, shape.tokens, probes, chunk);
+  const std::vector<Block> blocks = blocks_with_candidates(mode, shape.tokens, probes, chunk, last_chunks);
   const uint32_t max_queries = mode == Mode::decode ? 1 : chunk;
   GpuLayer gpu(device, capture, layer);
   BlockQueries queries(device, layer, max_queries);
-  Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries, shape.tokens);
+  Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries);
   std::unique_ptr<Method> method = make_method(device, gpu, method_name, options, mode, max_queries);
 
   SelectionResult result;

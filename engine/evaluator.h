@@ -13,6 +13,7 @@ struct EvalConfig {
   Mode mode = Mode::decode;
   uint32_t probes = 64;  // decode: the last `probes` positions
   uint32_t chunk = 128;  // prefill: B_CP
+  uint32_t last_chunks = 0;  // prefill: only the last N chunks; 0 = all
   std::vector<std::string> methods;  // "dense" and any of method_names()
   std::vector<uint32_t> budgets;
   MethodOptions options;
@@ -66,6 +67,6 @@ struct SelectionResult {
 
 SelectionResult select_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                              const std::string& method, const MethodOptions& options, Mode mode, uint32_t budget,
-                             uint32_t probes, uint32_t chunk);
+                             uint32_t probes, uint32_t chunk, uint32_t last_chunks = 0);
 
 }  // namespace kv

@@ -49,7 +49,7 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
 
   vk::Device& device = test::device();
   GpuLayer layer(device, shape, c.dtype, scale, from_float(c.dtype, k), from_float(c.dtype, v));
-  Attention dense(device, shape, c.dtype, Attention::Keys::dense, c.queries, c.tokens);
+  Attention dense(device, shape, c.dtype, Attention::Keys::dense, c.queries);
   vk::Buffer queries(device, q.size() * dtype_size(c.dtype));
   queries.upload(from_float(c.dtype, q));
   dense.poison();
