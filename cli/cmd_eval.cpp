@@ -26,7 +26,9 @@ const char* const kEvalHelp =
     "--budgets 256,512,1024,2048, --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
     "N: the last N). Prefill chunk 0 has no past and is skipped.\n"
     "method options: --page-size --group-size --n-q --quoka-group --gqa-agg --n-sink (see 'select --help')\n"
-    "--json OUT writes CLI.md's metrics objects (per head and per block too); --csv OUT one line per row.\n";
+    "--json OUT writes CLI.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
+    "When the capture records a needle (metadata needle_span), a `needle` column gives the\n"
+    "fraction of the needle's tokens among the candidates that each method selected.\n";
 
 namespace {
 
@@ -59,6 +61,7 @@ nlohmann::json to_json(const EvalRow& row) {
                       {"layer", row.layer}, {"granularity", granularity_name(row.granularity)}, {"params", row.params},
                       {"coverage", row.mean.coverage}, {"recall", row.mean.recall},
                       {"output_error", row.mean.output_error}, {"blocks", row.block_positions.size()}};
+  if (row.needle_recall >= 0) j["needle_recall"] = row.needle_recall;
   for (const char* key : {"coverage", "recall", "output_error"}) {
     nlohmann::json per_head = nlohmann::json::array(), per_block = nlohmann::json::array();
     auto pick = [&](const MetricTriple& m) {
@@ -139,10 +142,12 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
     rows.insert(rows.end(), layer_rows.begin(), layer_rows.end());
   }
 
-  std::printf("device %s, capture %s, %s\n", device.info().name.c_str(), args.required("capture").c_str(),
+  const bool needle = capture.needle_span().has_value();
+  std::printf("device %s, capture %s, %s", device.info().name.c_str(), args.required("capture").c_str(),
               mode_name(config.mode));
-  std::printf("%-6s %-10s %7s %9s %8s %10s %11s %12s   %s\n", "layer", "method", "budget", "coverage", "recall",
-              "out_error", "select_ms", "attention_ms", "stages (median GPU ms per block)");
+  if (needle) std::printf(", needle tokens [%u, %u)", capture.needle_span()->first, capture.needle_span()->second);
+  std::printf("\n%-6s %-10s %7s %9s %8s %10s %s%11s %12s   %s\n", "layer", "method", "budget", "coverage", "recall",
+              "out_error", needle ? "  needle " : "", "select_ms", "attention_ms", "stages (median GPU ms per block)");
   for (const EvalRow& row : rows) {
     auto [select_ms, attention_ms] = split_timings(row);
     std::string stages;
@@ -152,8 +157,12 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
       std::snprintf(text, sizeof text, "%s%s %.4f", stages.empty() ? "" : ", ", t.stage.c_str(), t.milliseconds);
       stages += text;
     }
-    std::printf("%-6d %-10s %7u %9.4f %8.4f %10.4f %11.4f %12.4f   %s\n", row.layer, row.method.c_str(), row.budget,
-                row.mean.coverage, row.mean.recall, row.mean.output_error, select_ms, attention_ms, stages.c_str());
+    char needle_text[16] = "";
+    if (needle && row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, " %7.4f ", row.needle_recall);
+    else if (needle) std::snprintf(needle_text, sizeof needle_text, " %7s ", "-");
+    std::printf("%-6d %-10s %7u %9.4f %8.4f %10.4f %s%11.4f %12.4f   %s\n", row.layer, row.method.c_str(), row.budget,
+                row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text, select_ms, attention_ms,
+                stages.c_str());
   }
 
   auto write_atomically = [](const std::string& path, const std::string& text) {
@@ -172,12 +181,15 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
     write_atomically(json_path, all.dump(2) + "\n");
   }
   if (!csv_path.empty()) {
-    std::string csv = "layer,method,budget,mode,coverage,recall,output_error,select_ms,attention_ms\n";
+    std::string csv = "layer,method,budget,mode,coverage,recall,output_error,needle_recall,select_ms,attention_ms\n";
     for (const EvalRow& row : rows) {
       auto [select_ms, attention_ms] = split_timings(row);
       char line[256];
-      std::snprintf(line, sizeof line, "%d,%s,%u,%s,%.6f,%.6f,%.6f,%.6f,%.6f\n", row.layer, row.method.c_str(), row.budget,
-                    mode_name(row.mode), row.mean.coverage, row.mean.recall, row.mean.output_error, select_ms, attention_ms);
+      char needle_text[32] = "";
+      if (row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, "%.6f", row.needle_recall);
+      std::snprintf(line, sizeof line, "%d,%s,%u,%s,%.6f,%.6f,%.6f,%s,%.6f,%.6f\n", row.layer, row.method.c_str(),
+                    row.budget, mode_name(row.mode), row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text,
+                    select_ms, attention_ms);
       csv += line;
     }
     write_atomically(csv_path, csv);

@@ -82,6 +82,13 @@ Capture::Capture(const std::filesystem::path& path) : file_(path) {
   }
 
   const uint64_t T = tokens();
+  if (auto needle = metadata.find("needle_span"); needle != metadata.end()) {
+    unsigned long long first = 0, end = 0;
+    char tail = 0;
+    if (std::sscanf(needle->second.c_str(), "%llu,%llu%c", &first, &end, &tail) != 2 || first >= end || end > T)
+      file_.fail("", "metadata needle_span '" + needle->second + "' is not 'start,end' with start < end <= T=" + std::to_string(T));
+    needle_span_ = std::make_pair(uint32_t(first), uint32_t(end));
+  }
   token_ids_ = file_.find("tokens");
   if (token_ids_ && (token_ids_->dtype != DType::i32 || token_ids_->shape != std::vector<uint64_t>{T}))
     file_.fail("tokens", "must be I32 [" + std::to_string(T) + "], is " + dtype_name(token_ids_->dtype) + " " + shape_text(token_ids_->shape));
@@ -176,6 +183,8 @@ std::vector<std::byte> from_float(DType dtype, std::span<const float> values) {
 
 void write_capture(const std::filesystem::path& path, const CaptureData& capture) {
   std::map<std::string, std::string> metadata{{"format", kCaptureFormat}, {"model", capture.model}, {"source", capture.source}};
+  if (capture.needle_span)
+    metadata["needle_span"] = std::to_string(capture.needle_span->first) + "," + std::to_string(capture.needle_span->second);
   if (capture.scale) {
     char text[64];
     std::snprintf(text, sizeof text, "%.17g", *capture.scale);

@@ -47,11 +47,14 @@ class Capture {
   bool has_token_text() const { return token_text_ != nullptr; }
   std::vector<int32_t> token_ids() const;
   std::string token_text(uint32_t position) const;  // "" without text
+  // Metadata `needle_span` "start,end": the needle's tokens [start, end), if the capture has one.
+  std::optional<std::pair<uint32_t, uint32_t>> needle_span() const { return needle_span_; }
 
  private:
   SafetensorsFile file_;
   std::vector<CaptureLayer> layers_;
   std::optional<double> scale_;
+  std::optional<std::pair<uint32_t, uint32_t>> needle_span_;
   const TensorView* token_ids_ = nullptr;
   const TensorView* token_text_ = nullptr;
   const TensorView* token_offsets_ = nullptr;
@@ -77,6 +80,7 @@ struct CaptureData {
   std::vector<CaptureLayerData> layers;
   std::vector<int32_t> token_ids;      // optional
   std::vector<std::string> token_text; // optional, one string per token
+  std::optional<std::pair<uint32_t, uint32_t>> needle_span;
 };
 
 void write_capture(const std::filesystem::path& path, const CaptureData& capture);

@@ -85,6 +85,8 @@ AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, c
 }
 
 struct Accumulator {
+  double needle_sum = 0;
+  size_t needle_count = 0;
   std::vector<MetricTriple> head_sums;
   std::vector<MetricTriple> per_block;
   StageSamples stages;
@@ -134,6 +136,8 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
   for (Accumulator& a : accumulators) a.head_sums.resize(shape.heads);
   StageSamples dense_stages;
   const uint32_t oracle_heads_per_row = heads_per_row(shape, oracle->granularity());
+  NeedleSpan needle;
+  if (auto span = capture.needle_span()) needle = {span->first, span->second};
 
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const Block& block = blocks[bi];
@@ -159,7 +163,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
         method.record(pass, block, inputs, config.budgets[b], lists[m][b]);
         sparse.record(pass, gpu, sparse_request(queries.buffer(), block, lists[m][b], per_row, width), "sparse_attention");
         metrics.record(pass, block.n_queries, dense, sparse, lists[m][b], width, per_row, oracle_lists[b],
-                       config.budgets[b], oracle_heads_per_row);
+                       config.budgets[b], oracle_heads_per_row, needle, block.candidates());
         pass.run();
         Accumulator& a = accumulators[m * config.budgets.size() + b];
         a.stages.add(pass.stage_times());
@@ -172,6 +176,10 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
           block_mean.coverage += heads[h].coverage / shape.heads;
           block_mean.recall += heads[h].recall / shape.heads;
           block_mean.output_error += heads[h].output_error / shape.heads;
+          if (heads[h].needle_recall >= 0) {
+            a.needle_sum += heads[h].needle_recall;
+            ++a.needle_count;
+          }
         }
         a.per_block.push_back(block_mean);
       }
@@ -190,6 +198,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
       row.mode = config.mode;
       row.layer = layer.index;
       row.mean = {1.0, 1.0, 0.0};
+      if (capture.needle_span()) row.needle_recall = 1.0;
       row.per_head.assign(shape.heads, row.mean);
       row.per_block.assign(blocks.size(), row.mean);
       row.block_positions = positions;
@@ -216,6 +225,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
         row.mean.recall += head.recall / shape.heads;
         row.mean.output_error += head.output_error / shape.heads;
       }
+      row.needle_recall = a.needle_count ? a.needle_sum / a.needle_count : -1;
       row.timings = a.stages.medians();
       row.build_timings = method_at(m).build_times();
       rows.push_back(row);

@@ -34,6 +34,9 @@ struct EvalRow {
   Granularity granularity = Granularity::kv_head;
   nlohmann::json params = nlohmann::json::object();
   MetricTriple mean;
+  // Mean fraction of the needle's candidate tokens selected, over heads and the
+  // blocks where the needle lies among the candidates; -1 without a needle.
+  double needle_recall = -1;
   std::vector<MetricTriple> per_head;
   std::vector<MetricTriple> per_block;
   std::vector<uint32_t> block_positions;

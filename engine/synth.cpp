@@ -160,6 +160,7 @@ void write_synthetic_capture(const std::filesystem::path& path, const SynthOptio
   static const char* const kWords[] = {" the", " of", " and", " a", " to", " in", " is", " that", " it", " was",
                                        " for", " on", " with", " as", " at", " by", " this", " from", " or", " an"};
   std::vector<uint32_t> needles = needle_positions(o, 0, 0);
+  if (!needles.empty()) capture.needle_span = std::make_pair(needles[0], needles[0] + 1);  // NEEDLE0 of layer 0, KV head 0
   for (uint32_t i = 0; i < o.tokens; ++i) {
     capture.token_ids.push_back(int32_t(i % 32000));
     std::string text = i < kSinks ? "<s>" : kWords[(i * 7919u) % 20];

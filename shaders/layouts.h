@@ -166,14 +166,18 @@ KV_PUSH_STRUCT(FierScoresPush, FIER_SCORES_FIELDS)
 KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
 
 // selection_metrics.comp: per query head, coverage and output error (means over
-// the block's queries) and recall of the selection against the oracle's.
+// the block's queries), recall of the selection against the oracle's, and the
+// fraction of the needle's candidate tokens selected (-1 when it has none).
 #define METRICS_FIELDS \
   uint n_heads; \
   uint n_queries; \
   uint selection_stride; \
   uint selection_heads_per_row; \
   uint oracle_stride; \
-  uint oracle_heads_per_row;
+  uint oracle_heads_per_row; \
+  uint needle_first;  /* needle tokens [needle_first, needle_end); empty: no needle */ \
+  uint needle_end; \
+  uint n_candidates;
 KV_PUSH_STRUCT(MetricsPush, METRICS_FIELDS)
 
 #ifdef __cplusplus

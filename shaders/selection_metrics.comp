@@ -15,13 +15,14 @@ layout(std430, binding = 2) readonly buffer SparseOutput { float sparse_output[]
 layout(std430, binding = 3) readonly buffer SparseLse { float sparse_lse[]; };        // [H, n]
 layout(std430, binding = 4) readonly buffer Selection { int selection[]; };
 layout(std430, binding = 5) readonly buffer Oracle { int oracle[]; };
-layout(std430, binding = 6) writeonly buffer Metrics { vec4 metrics[]; };  // [H]: coverage, recall, output error, 0
+layout(std430, binding = 6) writeonly buffer Metrics { vec4 metrics[]; };  // [H]: coverage, recall, output error, needle recall
 
 layout(push_constant) uniform MetricsPush { METRICS_FIELDS } pc;
 
 shared float coverage_sums[64];
 shared float error_sums[64];
 shared uint hits[64];
+shared uint needle_hits[64];
 shared uint oracle_count;
 
 void main() {
@@ -49,10 +50,11 @@ void main() {
     oracle_count = count;
   }
   barrier();
-  uint found = 0u;
+  uint found = 0u, found_needle = 0u;
   for (uint s = tid; s < pc.selection_stride; s += 64u) {
     int key = selection[selection_base + s];
     if (key < 0) continue;
+    if (uint(key) >= pc.needle_first && uint(key) < pc.needle_end) ++found_needle;
     uint low = 0u, high = oracle_count;  // binary search in the ascending oracle list
     while (low < high) {
       uint middle = (low + high) / 2u;
@@ -61,16 +63,20 @@ void main() {
     if (low < oracle_count && oracle[oracle_base + low] == key) ++found;
   }
   hits[tid] = found;
+  needle_hits[tid] = found_needle;
   barrier();
   if (tid == 0u) {
     float coverage_total = 0.0, error_total = 0.0;
-    uint hit_total = 0u;
+    uint hit_total = 0u, needle_total = 0u;
     for (uint t = 0u; t < 64u; ++t) {
       coverage_total += coverage_sums[t];
       error_total += error_sums[t];
       hit_total += hits[t];
+      needle_total += needle_hits[t];
     }
     float recall = oracle_count > 0u ? float(hit_total) / float(oracle_count) : 1.0;
-    metrics[head] = vec4(coverage_total / float(pc.n_queries), recall, error_total / float(pc.n_queries), 0.0);
+    uint needle_candidates = min(pc.needle_end, pc.n_candidates) - min(pc.needle_first, min(pc.needle_end, pc.n_candidates));
+    float needle = needle_candidates > 0u ? float(needle_total) / float(needle_candidates) : -1.0;
+    metrics[head] = vec4(coverage_total / float(pc.n_queries), recall, error_total / float(pc.n_queries), needle);
   }
 }

@@ -161,18 +161,26 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
   for (const EvalRow& row : rows) {
     if (row.method == "dense") {
       EXPECT_EQ(row.mean.coverage, 1.0);
+      EXPECT_EQ(row.needle_recall, 1.0);
       continue;
     }
     // Reference metrics of the reference selections, block by block.
     reference::HeadMetrics mean;
-    size_t count = 0;
+    size_t count = 0, needle_count = 0;
+    double needle_sum = 0;
+    ASSERT_TRUE(capture.needle_span().has_value());
+    const auto [needle_first, needle_end] = *capture.needle_span();
     for (uint32_t position : row.block_positions) {
       const Block block = mode == Mode::decode ? Block{mode, position, 1} : Block{mode, position, std::min(64u, synth.tokens - position)};
       auto selection = reference::select(row.method, config.options, host, block, row.budget);
       auto oracle = reference::select("oracle", config.options, host, block, row.budget);
       for (const reference::HeadMetrics& h :
            reference::metrics(host, block, selection, reference::granularity(row.method, config.options, mode), oracle,
-                              reference::granularity("oracle", config.options, mode))) {
+                              reference::granularity("oracle", config.options, mode), needle_first, needle_end)) {
+        if (h.needle_recall >= 0) {
+          needle_sum += h.needle_recall;
+          ++needle_count;
+        }
         mean.coverage += h.coverage;
         mean.recall += h.recall;
         mean.output_error += h.output_error;
@@ -183,6 +191,7 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
     EXPECT_NEAR(row.mean.coverage, mean.coverage / count, 1e-3) << what;
     EXPECT_NEAR(row.mean.recall, mean.recall / count, 1e-3) << what;
     EXPECT_NEAR(row.mean.output_error, mean.output_error / count, 1e-3) << what;
+    EXPECT_NEAR(row.needle_recall, needle_count ? needle_sum / needle_count : -1.0, 1e-3) << what;
     for (const EvalRow& oracle : rows)
       if (oracle.method == "oracle" && oracle.budget == row.budget)
         EXPECT_GE(oracle.mean.coverage + 1e-6, row.mean.coverage) << "oracle coverage below " << what;

@@ -286,7 +286,7 @@ Selection select(const std::string& method, const MethodOptions& options, const 
 
 std::vector<HeadMetrics> metrics(const HostLayer& l, const Block& block, const Selection& selection,
                                  Granularity selection_granularity, const Selection& oracle_selection,
-                                 Granularity oracle_granularity) {
+                                 Granularity oracle_granularity, uint32_t needle_first, uint32_t needle_end) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, r = l.shape.group();
   std::vector<HeadMetrics> heads(l.shape.heads);
   for (uint32_t h = 0; h < l.shape.heads; ++h) {
@@ -295,6 +295,12 @@ std::vector<HeadMetrics> metrics(const HostLayer& l, const Block& block, const S
     size_t hits = 0;
     for (int32_t j : s) hits += std::binary_search(o.begin(), o.end(), j);
     heads[h].recall = o.empty() ? 1.0 : double(hits) / o.size();
+    const uint32_t needle_candidates = std::min(needle_end, block.candidates()) - std::min(needle_first, std::min(needle_end, block.candidates()));
+    if (needle_candidates > 0) {
+      size_t found = 0;
+      for (int32_t j : s) found += uint32_t(j) >= needle_first && uint32_t(j) < needle_end;
+      heads[h].needle_recall = double(found) / needle_candidates;
+    }
     const uint32_t g = h / r;
     for (uint32_t i = 0; i < block.n_queries; ++i) {
       const uint32_t position = block.first_query + i;

@@ -28,13 +28,15 @@ Selection select(const std::string& method, const MethodOptions& options, const 
 
 struct HeadMetrics {
   double coverage = 0, recall = 0, output_error = 0;
+  double needle_recall = -1;  // -1: no needle token among the candidates
 };
 
 // Per query head: coverage and output error of the attended set (the
 // selection, plus the chunk's causal keys in prefill), means over the block's
-// queries, and recall of the selection against the oracle's.
+// queries, recall of the selection against the oracle's, and the fraction of
+// the needle's tokens [needle_first, needle_end) among the candidates that it selects.
 std::vector<HeadMetrics> metrics(const HostLayer& layer, const Block& block, const Selection& selection,
                                  Granularity selection_granularity, const Selection& oracle,
-                                 Granularity oracle_granularity);
+                                 Granularity oracle_granularity, uint32_t needle_first = 0, uint32_t needle_end = 0);
 
 }  // namespace kv::reference
