@@ -47,6 +47,15 @@ struct BlockInputs {
   const vk::Buffer* dense_lse = nullptr;  // [H, n] float, from dense attention of the block
 };
 
+// Where a method leaves its per-candidate scores after record(): [rows, stride]
+// floats; a score covers `tokens_per_score` consecutive keys (Quest: a page).
+struct ScoreView {
+  const vk::Buffer* buffer = nullptr;
+  uint32_t rows = 0;
+  uint32_t stride = 0;
+  uint32_t tokens_per_score = 1;
+};
+
 // A selection method on the GPU: named, timed stages that write, for a block,
 // the selected key positions [rows, list_width(budget)], ascending and padded
 // with -1; rows are query heads or KV heads (granularity).
@@ -59,6 +68,8 @@ class Method {
   virtual uint32_t list_width(uint32_t budget) const { return budget; }
   // Stage times of building per-cache metadata (Quest's pages, Fier's bits), if any.
   virtual std::vector<vk::StageTime> build_times() const { return {}; }
+  // The scores behind the last selection; none for methods that do not score.
+  virtual ScoreView scores() const { return {}; }
   virtual void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
                       const vk::Buffer& indices) = 0;
 };

@@ -33,6 +33,7 @@ class Fier final : public Method {
   Granularity granularity() const override {
     return options_.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
   }
+  ScoreView scores() const override { return {&scores_, rows_.rows, layer_.shape.tokens, 1}; }
   nlohmann::json params() const override {
     return {{"group_size", options_.group_size}, {"gqa_agg", aggregate_name(options_.gqa_agg)}};
   }

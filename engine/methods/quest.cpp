@@ -39,6 +39,7 @@ class Quest final : public Method {
   Granularity granularity() const override {
     return options_.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
   }
+  ScoreView scores() const override { return {&scores_, rows_.rows, pages_.pages(), options_.page_size}; }
   nlohmann::json params() const override {
     return {{"page_size", options_.page_size}, {"gqa_agg", aggregate_name(options_.gqa_agg)}};
   }

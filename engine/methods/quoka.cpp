@@ -30,6 +30,7 @@ class Quoka final : public Method {
 
   std::string name() const override { return "quoka"; }
   Granularity granularity() const override { return Granularity::kv_head; }
+  ScoreView scores() const override { return {&scores_, layer_.shape.kv_heads, layer_.shape.tokens, 1}; }
   nlohmann::json params() const override {
     return {{"n_q", options_.n_q}, {"quoka_group", options_.quoka_max ? "max" : "mean"}};
   }

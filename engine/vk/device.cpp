@@ -53,7 +53,8 @@ VkDebugUtilsMessengerCreateInfoEXT messenger_info(std::atomic<uint64_t>* counter
 }
 
 // The caller owns the returned instance.
-VkInstance create_instance(bool validation, std::atomic<uint64_t>* counter) {
+VkInstance create_instance(bool validation, std::atomic<uint64_t>* counter,
+                           const std::vector<std::string>& extra_extensions = {}) {
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
   if (loader_version < VK_API_VERSION_1_2)
@@ -65,6 +66,7 @@ VkInstance create_instance(bool validation, std::atomic<uint64_t>* counter) {
 
   std::vector<const char*> layers;
   std::vector<const char*> extensions;
+  for (const std::string& e : extra_extensions) extensions.push_back(e.c_str());
   VkDebugUtilsMessengerCreateInfoEXT debug = messenger_info(counter);
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   if (validation) {
@@ -200,7 +202,7 @@ std::vector<DeviceInfo> list_devices() {
 
 Device::Device(const DeviceOptions& options)
     : validation_messages_(std::make_unique<std::atomic<uint64_t>>(0)) {
-  instance_ = create_instance(options.validation, validation_messages_.get());
+  instance_ = create_instance(options.validation, validation_messages_.get(), options.instance_extensions);
   try {
     if (options.validation) {
       auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -220,6 +222,14 @@ Device::Device(const DeviceOptions& options)
     limits_ = properties.limits;
     vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
     queue_family_ = static_cast<uint32_t>(compute_queue_family(physical_, &timestamp_valid_bits_));
+    if (options.graphics) {
+      uint32_t count = 0;
+      vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, nullptr);
+      std::vector<VkQueueFamilyProperties> families(count);
+      vkGetPhysicalDeviceQueueFamilyProperties(physical_, &count, families.data());
+      if (!(families[queue_family_].queueFlags & VK_QUEUE_GRAPHICS_BIT))
+        throw DeviceError("device '" + info_.name + "' has no queue that does graphics and compute");
+    }
     timestamp_period_ns_ = timestamp_valid_bits_ ? properties.limits.timestampPeriod : 0.0;
 
     float priority = 1.0f;
@@ -227,12 +237,13 @@ Device::Device(const DeviceOptions& options)
     queue_info.queueFamilyIndex = queue_family_;
     queue_info.queueCount = 1;
     queue_info.pQueuePriorities = &priority;
-    const char* extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    std::vector<const char*> extensions{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    for (const std::string& e : options.device_extensions) extensions.push_back(e.c_str());
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
-    device_info.enabledExtensionCount = 1;
-    device_info.ppEnabledExtensionNames = extensions;
+    device_info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    device_info.ppEnabledExtensionNames = extensions.data();
     KV_VK_CHECK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
     vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
     push_descriptor_set = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(

@@ -28,6 +28,11 @@ struct DeviceInfo {
 struct DeviceOptions {
   std::string selector;     // "" = best; a number = index; else a name substring
   bool validation = false;  // Khronos validation layer plus a message counter
+  // For a front end that also draws (the viewer): extra extensions, and a queue
+  // family that does graphics as well as compute.
+  std::vector<std::string> instance_extensions;
+  std::vector<std::string> device_extensions;
+  bool graphics = false;
 };
 
 // Lists every physical device the loader sees.
@@ -42,6 +47,7 @@ class Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
+  VkInstance instance() const { return instance_; }
   VkDevice handle() const { return device_; }
   VkPhysicalDevice physical() const { return physical_; }
   VkQueue queue() const { return queue_; }

@@ -5,38 +5,42 @@
 
 namespace kv::vk {
 
-// The one owner of a Vulkan object created from a VkDevice: destroys it with
-// `Destroy` exactly once. Every vkDestroy*/vkFree* of device objects lives here.
-template <typename Handle, void (*Destroy)(VkDevice, Handle, const VkAllocationCallbacks*)>
-class DeviceHandle {
+// The one owner of a Vulkan object created from a parent (a VkDevice or a
+// VkInstance): destroys it with `Destroy` exactly once. Every vkDestroy*/vkFree*
+// of such objects lives here.
+template <typename Parent, typename Handle, void (*Destroy)(Parent, Handle, const VkAllocationCallbacks*)>
+class UniqueHandle {
  public:
-  DeviceHandle() = default;
-  DeviceHandle(VkDevice device, Handle handle) : device_(device), handle_(handle) {}
-  DeviceHandle(DeviceHandle&& other) noexcept
-      : device_(other.device_), handle_(std::exchange(other.handle_, VK_NULL_HANDLE)) {}
-  DeviceHandle& operator=(DeviceHandle&& other) noexcept {
+  UniqueHandle() = default;
+  UniqueHandle(Parent parent, Handle handle) : parent_(parent), handle_(handle) {}
+  UniqueHandle(UniqueHandle&& other) noexcept
+      : parent_(other.parent_), handle_(std::exchange(other.handle_, VK_NULL_HANDLE)) {}
+  UniqueHandle& operator=(UniqueHandle&& other) noexcept {
     if (this != &other) {
       reset();
-      device_ = other.device_;
+      parent_ = other.parent_;
       handle_ = std::exchange(other.handle_, VK_NULL_HANDLE);
     }
     return *this;
   }
-  DeviceHandle(const DeviceHandle&) = delete;
-  DeviceHandle& operator=(const DeviceHandle&) = delete;
-  ~DeviceHandle() { reset(); }
+  UniqueHandle(const UniqueHandle&) = delete;
+  UniqueHandle& operator=(const UniqueHandle&) = delete;
+  ~UniqueHandle() { reset(); }
 
   void reset() {
-    if (handle_ != VK_NULL_HANDLE) Destroy(device_, handle_, nullptr);
+    if (handle_ != VK_NULL_HANDLE) Destroy(parent_, handle_, nullptr);
     handle_ = VK_NULL_HANDLE;
   }
   Handle get() const { return handle_; }
   explicit operator bool() const { return handle_ != VK_NULL_HANDLE; }
 
  private:
-  VkDevice device_ = VK_NULL_HANDLE;
+  Parent parent_ = VK_NULL_HANDLE;
   Handle handle_ = VK_NULL_HANDLE;
 };
+
+template <typename Handle, void (*Destroy)(VkDevice, Handle, const VkAllocationCallbacks*)>
+using DeviceHandle = UniqueHandle<VkDevice, Handle, Destroy>;
 
 using UniqueBuffer = DeviceHandle<VkBuffer, vkDestroyBuffer>;
 using UniqueMemory = DeviceHandle<VkDeviceMemory, vkFreeMemory>;
@@ -47,6 +51,14 @@ using UniquePipeline = DeviceHandle<VkPipeline, vkDestroyPipeline>;
 using UniqueCommandPool = DeviceHandle<VkCommandPool, vkDestroyCommandPool>;
 using UniqueQueryPool = DeviceHandle<VkQueryPool, vkDestroyQueryPool>;
 using UniqueFence = DeviceHandle<VkFence, vkDestroyFence>;
+using UniqueSemaphore = DeviceHandle<VkSemaphore, vkDestroySemaphore>;
+using UniqueImage = DeviceHandle<VkImage, vkDestroyImage>;
+using UniqueImageView = DeviceHandle<VkImageView, vkDestroyImageView>;
+using UniqueRenderPass = DeviceHandle<VkRenderPass, vkDestroyRenderPass>;
+using UniqueFramebuffer = DeviceHandle<VkFramebuffer, vkDestroyFramebuffer>;
+using UniqueDescriptorPool = DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>;
+using UniqueSwapchain = DeviceHandle<VkSwapchainKHR, vkDestroySwapchainKHR>;
+using UniqueSurface = UniqueHandle<VkInstance, VkSurfaceKHR, vkDestroySurfaceKHR>;
 
 }  // namespace kv::vk
 

@@ -1,0 +1,38 @@
+#include "block_step.h"
+
+#include "error.h"
+
+namespace kv {
+
+std::vector<Block> blocks_with_candidates(Mode mode, uint32_t tokens, uint32_t probes, uint32_t chunk,
+                                          uint32_t last_chunks) {
+  std::vector<Block> all = mode == Mode::decode ? decode_blocks(tokens, probes) : prefill_blocks(tokens, chunk);
+  std::vector<Block> blocks;
+  for (const Block& b : all)
+    if (b.candidates() > 0) blocks.push_back(b);
+  if (mode == Mode::prefill && last_chunks > 0 && blocks.size() > last_chunks)
+    blocks.erase(blocks.begin(), blocks.end() - last_chunks);
+  if (blocks.empty()) throw InputError("the capture has no block with keys to select from (T too short for the chunk?)");
+  return blocks;
+}
+
+BlockQueries::BlockQueries(const vk::Device& device, const CaptureLayer& layer, uint32_t max_queries)
+    : layer_(layer), buffer_(device, size_t(layer.shape.heads) * max_queries * layer.shape.dim * dtype_size(layer.dtype)) {}
+
+void BlockQueries::upload(const Block& block) {
+  std::vector<uint32_t> positions(block.n_queries);
+  for (uint32_t i = 0; i < block.n_queries; ++i) positions[i] = block.first_query + i;
+  buffer_.upload(gather_queries(layer_.shape, layer_.dtype, layer_.q->data, positions));
+}
+
+AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, const vk::Buffer& selection,
+                                uint32_t heads_per_list, uint32_t width) {
+  AttentionRequest r{&queries, block.n_queries, block.first_query, &selection, heads_per_list, width};
+  if (block.mode == Mode::prefill) {
+    r.own_first = block.first_query;
+    r.own_count = block.n_queries;
+  }
+  return r;
+}
+
+}  // namespace kv

@@ -1,0 +1,42 @@
+#pragma once
+// Pieces of one selection step shared by the evaluator (eval, select) and the
+// inspector (the viewer): the block list, its queries on the device, the rows
+// of a selection, and the attended set of METHODS.md.
+#include <vector>
+
+#include "attention.h"
+#include "capture.h"
+#include "method.h"
+
+namespace kv {
+
+// The blocks of a regime that have candidate keys (prefill chunk 0 has none);
+// prefill keeps the last `last_chunks` when non-zero.
+std::vector<Block> blocks_with_candidates(Mode mode, uint32_t tokens, uint32_t probes, uint32_t chunk,
+                                          uint32_t last_chunks = 0);
+
+// The block's queries [H, n, d] in a device buffer sized for the largest block.
+class BlockQueries {
+ public:
+  BlockQueries(const vk::Device& device, const CaptureLayer& layer, uint32_t max_queries);
+  void upload(const Block& block);
+  const vk::Buffer& buffer() const { return buffer_; }
+
+ private:
+  const CaptureLayer& layer_;
+  vk::Buffer buffer_;
+};
+
+inline uint32_t heads_per_row(const AttentionShape& shape, Granularity granularity) {
+  return granularity == Granularity::kv_head ? shape.group() : 1;
+}
+
+inline uint32_t rows_of(const AttentionShape& shape, Granularity granularity) {
+  return granularity == Granularity::kv_head ? shape.kv_heads : shape.heads;
+}
+
+// The attended set A of METHODS.md: the selection, plus the chunk's own causal keys in prefill.
+AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, const vk::Buffer& selection,
+                                uint32_t heads_per_list, uint32_t width);
+
+}  // namespace kv

@@ -1,0 +1,63 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention.h"
+#include "block_step.h"
+#include "capture.h"
+#include "method.h"
+#include "selection_metrics.h"
+
+namespace kv {
+
+// Everything about one method's selection on one block: what it picked, what
+// the oracle picked, the dense attention mass and the method's scores behind
+// each key, per-head metrics and per-stage GPU times.
+struct Inspection {
+  Block block;
+  uint32_t budget = 0;
+  Granularity granularity = Granularity::kv_head;
+  uint32_t rows = 0, width = 0;
+  std::vector<int32_t> selection;  // [rows, width], ascending, -1 padded
+  Granularity oracle_granularity = Granularity::kv_head;
+  uint32_t oracle_rows = 0;
+  std::vector<int32_t> oracle;  // [oracle_rows, budget]
+  // Dense attention probability of every candidate key, per query head [H, candidates]:
+  // decode p_{h,t,j}; prefill, the KV head's mass averaged over its heads and the chunk's queries.
+  std::vector<float> key_mass;
+  ScoreView score_layout;          // buffer pointer is not valid after inspect()
+  std::vector<float> method_scores;  // [score_layout.rows, score_layout.stride], if the method scores
+  std::vector<HeadMetrics> heads;
+  std::vector<vk::StageTime> method_times;  // the method's stages and sparse attention over its set
+  std::vector<vk::StageTime> dense_times;
+};
+
+// Runs one method on one block at a time, through the same kernels as eval;
+// the viewer's engine entry point.
+class Inspector {
+ public:
+  Inspector(const vk::Device& device, const Capture& capture, int layer, Mode mode, uint32_t chunk);
+  Inspection inspect(const Block& block, const std::string& method, const MethodOptions& options, uint32_t budget);
+
+  const CaptureLayer& layer() const { return layer_; }
+  Mode mode() const { return mode_; }
+  uint32_t chunk() const { return chunk_; }
+
+ private:
+  const vk::Device& device_;
+  const Capture& capture_;
+  const CaptureLayer& layer_;
+  Mode mode_;
+  uint32_t chunk_;
+  GpuLayer gpu_;
+  BlockQueries queries_;
+  Attention dense_;
+  Attention sparse_;
+  SelectionMetrics metrics_;
+  std::unique_ptr<Method> oracle_;
+  std::unique_ptr<Method> method_;
+  std::string method_key_;  // name and parameters of method_
+};
+
+}  // namespace kv

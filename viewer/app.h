@@ -1,0 +1,69 @@
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capture.h"
+#include "evaluator.h"
+#include "inspector.h"
+
+namespace kv::viewer {
+
+// What the user chose; every change re-runs selection and metrics.
+struct ViewState {
+  int layer = 0;  // a layer index of the capture
+  Mode mode = Mode::decode;
+  int block = -1;  // index into the regime's blocks; -1 = the last
+  std::string method = "quoka";
+  int budget = 256;
+  MethodOptions options;
+  int head = -1;  // -1 = all heads
+  uint32_t chunk = 128;
+  bool live = true;  // re-run every frame (the latency history shows jitter)
+};
+
+// Per query of a chunk, for the query-cosine panel (the observation QuoKA rests on).
+struct QueryStats {
+  std::vector<float> cosine;           // to the chunk's mean query
+  std::vector<uint32_t> keys_for_90;   // keys needed to reach 90% of the query's attention mass
+  std::vector<bool> kept;              // among QuoKA's N_Q least similar
+};
+
+// The viewer's UI state and a snapshot of engine results; it draws with ImGui
+// and asks the engine (Inspector, evaluate_layer) for every number it shows.
+class App {
+ public:
+  App(const vk::Device& device, const Capture& capture, const std::string& capture_path, ViewState state);
+  void frame();  // builds this frame's ImGui windows
+
+ private:
+  void refresh();
+  void refresh_curves();
+  void refresh_query_stats();
+  void controls_panel();
+  void map_panel();
+  void text_view(float height);
+  void recall_panel();
+  void cosine_panel();
+  void latency_panel();
+  std::vector<Block> blocks() const;
+  Block current_block() const;
+
+  const vk::Device& device_;
+  const Capture& capture_;
+  std::string capture_path_;
+  ViewState state_;
+  ViewState shown_;       // the state current_ was computed for
+  bool dirty_ = true;
+  std::string curves_key_, stats_key_;
+  std::unique_ptr<Inspector> inspector_;
+  Inspection current_;
+  std::vector<EvalRow> curves_;
+  QueryStats stats_;
+  std::deque<float> method_history_, dense_history_;
+  double view_first_ = 0, view_last_ = 0;  // visible keys of the map
+  std::string error_;
+};
+
+}  // namespace kv::viewer

@@ -1,0 +1,168 @@
+// kvscope-viewer: live inspection of what each selection method picks and why.
+// Drives the same engine API as the CLI; `--screenshot out.png` renders one
+// state and exits, so the viewer can be tested and pictured without a person.
+#define GLFW_INCLUDE_VULKAN
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_vulkan.h>
+#include <stb_image_write.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "app.h"
+#include "error.h"
+#include "renderer.h"
+
+namespace {
+
+const char* const kUsage =
+    "usage: kvscope-viewer CAPTURE [--device N|NAME] [--debug] [--layer L] [--decode|--prefill]\n"
+    "                      [--block I] [--method M] [--budget K] [--head H] [--chunk B]\n"
+    "                      [--screenshot OUT.png] [--width W] [--height H]\n\n"
+    "Opens a capture and re-runs selection, sparse attention and metrics on the GPU\n"
+    "whenever the method, budget, layer, head or block changes. --screenshot renders\n"
+    "the given state (a few frames, so the layout settles), writes a PNG and exits.\n";
+
+struct GlfwSession {  // glfwInit / glfwTerminate
+  GlfwSession() {
+    if (!glfwInit()) throw kv::DeviceError("glfwInit failed (no display? run under Xvfb)");
+  }
+  ~GlfwSession() { glfwTerminate(); }
+};
+
+struct Window {  // one GLFW window without a GL context
+  Window(int width, int height, bool visible) {
+    glfwWindowHint(GLFW_CLIENT_API, GLFW_NO_API);
+    glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+    handle = glfwCreateWindow(width, height, "kvscope-viewer", nullptr, nullptr);
+    if (!handle) throw kv::DeviceError("glfwCreateWindow failed");
+  }
+  ~Window() { glfwDestroyWindow(handle); }
+  GLFWwindow* handle = nullptr;
+};
+
+struct ImGuiSession {  // the ImGui context and its GLFW backend
+  explicit ImGuiSession(GLFWwindow* window) {
+    ImGui::CreateContext();
+    ImGui::StyleColorsDark();
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;  // the layout is fixed; write nothing beside the user's files
+    const char* font = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    if (std::filesystem::exists(font)) io.Fonts->AddFontFromFileTTF(font, 15.0f);
+    ImGui_ImplGlfw_InitForVulkan(window, true);
+  }
+  ~ImGuiSession() {
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+  }
+};
+
+int parse_int(const std::string& option, const char* text) {
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (!*text || *end) throw kv::InputError(option + " expects an integer, got '" + text + "'");
+  return int(value);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    kv::viewer::ViewState state;
+    kv::vk::DeviceOptions device_options;
+    std::string capture_path, screenshot;
+    int width = 1600, height = 1000;
+    bool layer_given = false;
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&]() -> const char* {
+        if (i + 1 >= argc) throw kv::InputError(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--help" || a == "-h") {
+        std::fputs(kUsage, stdout);
+        return 0;
+      } else if (a == "--device") device_options.selector = value();
+      else if (a == "--debug") device_options.validation = true;
+      else if (a == "--layer") { state.layer = parse_int(a, value()); layer_given = true; }
+      else if (a == "--decode") state.mode = kv::Mode::decode;
+      else if (a == "--prefill") state.mode = kv::Mode::prefill;
+      else if (a == "--block") state.block = parse_int(a, value());
+      else if (a == "--method") state.method = value();
+      else if (a == "--budget") state.budget = parse_int(a, value());
+      else if (a == "--head") state.head = parse_int(a, value());
+      else if (a == "--chunk") state.chunk = uint32_t(parse_int(a, value()));
+      else if (a == "--screenshot") screenshot = value();
+      else if (a == "--width") width = parse_int(a, value());
+      else if (a == "--height") height = parse_int(a, value());
+      else if (a.rfind("--", 0) == 0) throw kv::InputError("unknown option " + a + " (see --help)");
+      else if (capture_path.empty()) capture_path = a;
+      else throw kv::InputError("more than one capture given");
+    }
+    if (capture_path.empty()) throw kv::InputError("no capture given (see --help)");
+    if (state.budget < 1 || state.chunk < 1 || width < 320 || height < 240)
+      throw kv::InputError("--budget, --chunk, --width and --height must be positive (window at least 320x240)");
+    bool known = false;
+    for (const std::string& m : kv::method_names()) known |= m == state.method;
+    if (!known) throw kv::InputError("unknown method '" + state.method + "'");
+
+    kv::Capture capture(capture_path);
+    if (!layer_given) state.layer = capture.layers().front().index;
+    capture.layer(state.layer);  // refuses a missing layer now, with the one-line error
+
+    GlfwSession glfw;
+    const bool interactive = screenshot.empty();
+    Window window(width, height, interactive);
+    uint32_t count = 0;
+    const char** extensions = glfwGetRequiredInstanceExtensions(&count);
+    if (interactive && !extensions) throw kv::DeviceError("GLFW finds no Vulkan surface support for this display");
+    for (uint32_t i = 0; interactive && i < count; ++i) device_options.instance_extensions.push_back(extensions[i]);
+    if (interactive) device_options.device_extensions.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
+    device_options.graphics = true;
+    kv::vk::Device device(device_options);
+
+    ImGuiSession imgui(window.handle);
+    kv::viewer::Renderer renderer(device, window.handle, interactive);
+    kv::viewer::App app(device, capture, capture_path, state);
+    const int screenshot_frame = 4;  // ImGui needs a few frames to size and place windows
+    for (int frame = 0; !glfwWindowShouldClose(window.handle); ++frame) {
+      glfwPollEvents();
+      ImGui_ImplVulkan_NewFrame();
+      ImGui_ImplGlfw_NewFrame();
+      if (!interactive) ImGui::GetIO().DisplaySize = ImVec2(float(width), float(height));
+      ImGui::NewFrame();
+      app.frame();
+      ImGui::Render();
+      if (!interactive && frame == screenshot_frame) {
+        std::vector<uint8_t> rgba;
+        renderer.render(ImGui::GetDrawData(), &rgba);
+        const std::string temporary = screenshot + ".partial";
+        if (!stbi_write_png(temporary.c_str(), int(renderer.width()), int(renderer.height()), 4, rgba.data(),
+                            int(renderer.width()) * 4) ||
+            std::rename(temporary.c_str(), screenshot.c_str()) != 0) {
+          std::remove(temporary.c_str());
+          throw kv::InputError("cannot write " + screenshot);
+        }
+        std::printf("wrote %s (%ux%u)\n", screenshot.c_str(), renderer.width(), renderer.height());
+        break;
+      }
+      renderer.render(ImGui::GetDrawData());
+    }
+    if (device_options.validation && device.validation_messages() > 0) {
+      std::fprintf(stderr, "kvscope-viewer: the validation layer reported %llu message(s)\n",
+                   (unsigned long long)device.validation_messages());
+      return 1;
+    }
+    return 0;
+  } catch (const kv::InputError& e) {
+    std::fprintf(stderr, "kvscope-viewer: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kvscope-viewer: %s\n", e.what());
+    return 1;
+  }
+}
