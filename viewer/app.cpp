@@ -88,11 +88,32 @@ void budget_chart(const char* title, const std::vector<EvalRow>& rows, double Me
 
 }  // namespace
 
-App::App(const vk::Device& device, const Capture& capture, const std::string& capture_path, ViewState state)
-    : device_(device), capture_(capture), capture_path_(capture_path), state_(state) {}
+App::App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::string& capture_path, ViewState state)
+    : device_(device), capture_(std::move(capture)), capture_path_(capture_path), state_(state) {
+  std::snprintf(path_field_, sizeof path_field_, "%s", capture_path.c_str());
+}
+
+// Loads another capture; on failure the current one stays and the error shows.
+void App::open_capture(const std::string& path) {
+  try {
+    auto capture = std::make_unique<Capture>(path);
+    inspector_.reset();  // it refers to the old capture's layer
+    capture_ = std::move(capture);
+    capture_path_ = path;
+    state_.layer = capture_->layers().front().index;
+    state_.block = -1;
+    curves_key_.clear();
+    stats_key_.clear();
+    current_ = {};
+    dirty_ = true;
+    error_.clear();
+  } catch (const std::exception& e) {
+    error_ = e.what();
+  }
+}
 
 std::vector<Block> App::blocks() const {
-  return blocks_with_candidates(state_.mode, capture_.tokens(), 64, state_.chunk);
+  return blocks_with_candidates(state_.mode, capture().tokens(), 64, state_.chunk);
 }
 
 Block App::current_block() const {
@@ -104,7 +125,7 @@ Block App::current_block() const {
 void App::refresh() {
   if (!inspector_ || inspector_->layer().index != state_.layer || inspector_->mode() != state_.mode ||
       inspector_->chunk() != state_.chunk)
-    inspector_ = std::make_unique<Inspector>(device_, capture_, state_.layer, state_.mode, state_.chunk);
+    inspector_ = std::make_unique<Inspector>(device_, capture(), state_.layer, state_.mode, state_.chunk);
   const Block block = current_block();
   const bool new_block = !dirty_ ? false : (shown_.layer != state_.layer || shown_.mode != state_.mode ||
                                            current_.block.first_query != block.first_query || current_.heads.empty());
@@ -140,14 +161,14 @@ void App::refresh_curves() {
   config.last_chunks = 2;
   config.options = state_.options;
   config.methods = {"dense", "oracle", "quoka", "quest", "fier", "streaming"};
-  for (uint32_t b = 16; b <= std::min<uint32_t>(4096, capture_.tokens()); b *= 2) config.budgets.push_back(b);
+  for (uint32_t b = 16; b <= std::min<uint32_t>(4096, capture().tokens()); b *= 2) config.budgets.push_back(b);
   if (config.budgets.size() < 2) config.budgets = {1, 2};
-  curves_ = evaluate_layer(device_, capture_, capture_.layer(state_.layer), config);
+  curves_ = evaluate_layer(device_, capture(), capture().layer(state_.layer), config);
 }
 
 void App::refresh_query_stats() {
   const Block block = current_block();
-  const CaptureLayer& layer = capture_.layer(state_.layer);
+  const CaptureLayer& layer = capture().layer(state_.layer);
   const uint32_t head = uint32_t(std::max(state_.head, 0));
   // The chunk of queries: the prefill chunk, or in decode the B_CP queries ending at the probe.
   const uint32_t last = block.first_query + block.n_queries;
@@ -170,7 +191,7 @@ void App::refresh_query_stats() {
   }
   std::vector<std::vector<float>> keys;
   for (uint32_t j = 0; j < last; ++j) keys.push_back(row(layer.k, g, j));
-  const double scale = capture_.scale(layer);
+  const double scale = capture().scale(layer);
   double mean_norm = 0;
   for (double x : mean) mean_norm += x * x;
   mean_norm = std::sqrt(mean_norm);
@@ -209,9 +230,9 @@ void App::frame() {
     if (dirty_ || state_.live) refresh();
     refresh_curves();
     refresh_query_stats();
-    error_.clear();
   } catch (const std::exception& e) {
     error_ = e.what();
+    curves_key_ = "failed";  // do not retry every frame
   }
   controls_panel();
   map_panel();
@@ -226,12 +247,16 @@ void App::controls_panel() {
   ImGui::Begin("kvscope", nullptr, kPanelFlags);
   ImGui::PushItemWidth(170);
   ImGui::TextWrapped("%s", capture_path_.c_str());
-  ImGui::Text("model: %s", capture_.model().c_str());
+  ImGui::SetNextItemWidth(250);
+  const bool entered = ImGui::InputText("##path", path_field_, sizeof path_field_, ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::SameLine();
+  if (ImGui::Button("open") || entered) open_capture(path_field_);
+  ImGui::Text("model: %s", capture().model().c_str());
   ImGui::Text("device: %s", device_.info().name.c_str());
   ImGui::Separator();
   ViewState before = state_;
   if (ImGui::BeginCombo("layer", std::to_string(state_.layer).c_str())) {
-    for (const CaptureLayer& l : capture_.layers())
+    for (const CaptureLayer& l : capture().layers())
       if (ImGui::Selectable(std::to_string(l.index).c_str(), l.index == state_.layer)) state_.layer = l.index;
     ImGui::EndCombo();
   }
@@ -272,7 +297,7 @@ void App::controls_panel() {
   state_.options.n_sink = uint32_t(sinks);
   state_.options.gqa_agg = HeadAggregate(agg);
   ImGui::Separator();
-  const uint32_t heads = capture_.layer(state_.layer).shape.heads;
+  const uint32_t heads = capture().layer(state_.layer).shape.heads;
   ImGui::SliderInt("head (-1: all)", &state_.head, -1, int(heads) - 1);
   ImGui::Checkbox("re-run every frame", &state_.live);
   if (before.layer != state_.layer || before.mode != state_.mode || before.block != state_.block ||
@@ -307,7 +332,7 @@ void App::map_panel() {
     ImGui::End();
     return;
   }
-  const AttentionShape& shape = capture_.layer(state_.layer).shape;
+  const AttentionShape& shape = capture().layer(state_.layer).shape;
   // Legend.
   ImDrawList* draw = ImGui::GetWindowDrawList();
   auto swatch = [&](ImU32 color, const char* label) {
@@ -429,7 +454,7 @@ void App::map_panel() {
       for (uint32_t s = 0; s < in.width; ++s) is_selected |= in.selection[size_t(selection_row(h)) * in.width + s] == int32_t(j);
       for (uint32_t s = 0; s < in.budget; ++s) in_oracle |= in.oracle[size_t(oracle_row(h)) * in.budget + s] == int32_t(j);
       ImGui::Text("%s, %s", is_selected ? "selected" : "not selected", in_oracle ? "in the oracle's set" : "not in the oracle's set");
-      if (capture_.has_token_text()) ImGui::Text("token: \"%s\"", capture_.token_text(j).c_str());
+      if (capture().has_token_text()) ImGui::Text("token: \"%s\"", capture().token_text(j).c_str());
       ImGui::EndTooltip();
     }
   }
@@ -438,12 +463,12 @@ void App::map_panel() {
 }
 
 void App::text_view(float height) {
-  if (!capture_.has_token_text()) return;
+  if (!capture().has_token_text()) return;
   ImGui::BeginChild("text", ImVec2(0, height), true);
   const Inspection& in = current_;
   const uint32_t candidates = in.block.candidates();
   const uint32_t h = uint32_t(std::max(state_.head, 0));
-  const uint32_t group = capture_.layer(state_.layer).shape.group();
+  const uint32_t group = capture().layer(state_.layer).shape.group();
   const uint32_t row = in.granularity == Granularity::kv_head ? h / group : h;
   std::vector<uint8_t> selected(candidates);
   for (uint32_t s = 0; s < in.width; ++s) {
@@ -457,7 +482,7 @@ void App::text_view(float height) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const uint32_t last = std::min<uint32_t>(uint32_t(view_last_), uint32_t(view_first_) + 1500);
   for (uint32_t j = uint32_t(view_first_); j < last; ++j) {
-    std::string text = capture_.token_text(j);
+    std::string text = capture().token_text(j);
     for (char& ch : text)
       if (ch == '\n' || ch == '\t') ch = ' ';
     const float w = ImGui::CalcTextSize(text.c_str()).x;

@@ -34,7 +34,7 @@ struct QueryStats {
 // and asks the engine (Inspector, evaluate_layer) for every number it shows.
 class App {
  public:
-  App(const vk::Device& device, const Capture& capture, const std::string& capture_path, ViewState state);
+  App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::string& capture_path, ViewState state);
   void frame();  // builds this frame's ImGui windows
 
  private:
@@ -42,17 +42,20 @@ class App {
   void refresh_curves();
   void refresh_query_stats();
   void controls_panel();
+  void open_capture(const std::string& path);
   void map_panel();
   void text_view(float height);
   void recall_panel();
   void cosine_panel();
   void latency_panel();
   std::vector<Block> blocks() const;
+  const Capture& capture() const { return *capture_; }
   Block current_block() const;
 
   const vk::Device& device_;
-  const Capture& capture_;
+  std::unique_ptr<Capture> capture_;
   std::string capture_path_;
+  char path_field_[1024] = {};
   ViewState state_;
   ViewState shown_;       // the state current_ was computed for
   bool dirty_ = true;

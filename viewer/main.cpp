@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
     for (const std::string& m : kv::method_names()) known |= m == state.method;
     if (!known) throw kv::InputError("unknown method '" + state.method + "'");
 
-    kv::Capture capture(capture_path);
-    if (!layer_given) state.layer = capture.layers().front().index;
-    capture.layer(state.layer);  // refuses a missing layer now, with the one-line error
+    auto capture = std::make_unique<kv::Capture>(capture_path);
+    if (!layer_given) state.layer = capture->layers().front().index;
+    capture->layer(state.layer);  // refuses a missing layer now, with the one-line error
 
     GlfwSession glfw;
     const bool interactive = screenshot.empty();
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
 
     ImGuiSession imgui(window.handle);
     kv::viewer::Renderer renderer(device, window.handle, interactive);
-    kv::viewer::App app(device, capture, capture_path, state);
+    kv::viewer::App app(device, std::move(capture), capture_path, state);
     const int screenshot_frame = 4;  // ImGui needs a few frames to size and place windows
     for (int frame = 0; !glfwWindowShouldClose(window.handle); ++frame) {
       glfwPollEvents();
