@@ -7,6 +7,7 @@
 #include "args.h"
 #include "capture.h"
 #include "commands.h"
+#include "validation.h"
 #include "error.h"
 #include "attention.h"
 #include "reference/dense_attention.h"
@@ -146,12 +147,7 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
                   report["check"]["max_output_relative_error"].get<double>(),
                   report["check"]["max_log_sum_exp_error"].get<double>(), failed ? "FAIL" : "pass");
   }
-  if (global.device.validation && device.validation_messages() > 0) {
-    std::fprintf(stderr, "kvscope: the validation layer reported %llu message(s)\n",
-                 (unsigned long long)device.validation_messages());
-    return 1;
-  }
-  return failed ? 1 : 0;
+  return exit_code(global, device, failed ? 1 : 0);
 }
 
 }  // namespace kv::cli

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "capture.h"
 #include "commands.h"
+#include "validation.h"
 #include "error.h"
 #include "evaluator.h"
 #include "method_args.h"
@@ -194,12 +195,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
     }
     write_atomically(csv_path, csv);
   }
-  if (global.device.validation && device.validation_messages() > 0) {
-    std::fprintf(stderr, "kvscope: the validation layer reported %llu message(s)\n",
-                 (unsigned long long)device.validation_messages());
-    return 1;
-  }
-  return 0;
+  return exit_code(global, device, 0);
 }
 
 }  // namespace kv::cli

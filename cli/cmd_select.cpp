@@ -4,6 +4,7 @@
 #include "args.h"
 #include "capture.h"
 #include "commands.h"
+#include "validation.h"
 #include "error.h"
 #include "evaluator.h"
 #include "method_args.h"
@@ -68,12 +69,7 @@ int run_select(const GlobalOptions& global, const std::vector<std::string>& argv
                 mode_name(mode), budget, (unsigned long long)blocks, r.rows, granularity_name(r.granularity), r.width);
     for (const vk::StageTime& t : r.timings) std::printf("  %-20s %10.4f ms (median per block)\n", t.stage.c_str(), t.milliseconds);
   }
-  if (global.device.validation && device.validation_messages() > 0) {
-    std::fprintf(stderr, "kvscope: the validation layer reported %llu message(s)\n",
-                 (unsigned long long)device.validation_messages());
-    return 1;
-  }
-  return 0;
+  return exit_code(global, device, 0);
 }
 
 }  // namespace kv::cli

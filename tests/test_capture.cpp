@@ -8,18 +8,14 @@
 #include <random>
 
 #include "capture.h"
+#include "temp_files.h"
 #include "error.h"
 
 namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_path(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kvscope_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
+using test::temp_path;
 
 void write_raw(const fs::path& path, const std::string& header, size_t data_bytes, uint64_t claimed_header = 0) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "evaluator.h"
+#include "temp_files.h"
 #include "methods/fier_keys.h"
 #include "methods/quest_pages.h"
 #include "reference/selection.h"
@@ -16,12 +17,7 @@ namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_path(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kvscope_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
+using test::temp_path;
 
 // A one-layer capture of fresh Gaussian values.
 fs::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {

@@ -9,18 +9,14 @@
 #include <iterator>
 
 #include "capture.h"
+#include "temp_files.h"
 #include "synth.h"
 
 namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_path(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("kvscope_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
+using test::temp_path;
 
 std::string file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
