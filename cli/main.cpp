@@ -24,6 +24,8 @@ const Command kCommands[] = {
      kv::cli::run_select},
     {"eval", "sweep methods x budgets: coverage, recall, output error, GPU time per stage", kv::cli::kEvalHelp,
      kv::cli::run_eval},
+    {"bench", "time every stage and dense attention at given sizes, against the read bandwidth", kv::cli::kBenchHelp,
+     kv::cli::run_bench},
 };
 
 void print_usage(FILE* out) {

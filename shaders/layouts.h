@@ -180,6 +180,11 @@ KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
   uint n_candidates;
 KV_PUSH_STRUCT(MetricsPush, METRICS_FIELDS)
 
+// stream_read.comp: reads n_vectors uvec4s.
+#define STREAM_READ_FIELDS \
+  uint n_vectors;
+KV_PUSH_STRUCT(StreamReadPush, STREAM_READ_FIELDS)
+
 #ifdef __cplusplus
 }  // namespace kv::layouts
 #endif

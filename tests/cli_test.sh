@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -49,6 +49,9 @@ expect 2 "select with an unknown method" -- "$kvscope" select --capture "$work/s
 [ -e "$work/bad.safetensors" ] && { echo "FAIL: a refused select left a file"; failures=$((failures + 1)); }
 expect 2 "eval with a bad budget list" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --budgets 8,x
 expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --gqa-agg median
+expect 0 "bench at a small size" -- "$kvscope" --debug bench --lengths 512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
+grep -q '"read_gb_per_s"' "$work/b.json" || { echo "FAIL: bench --json lacks read_gb_per_s"; failures=$((failures + 1)); }
+expect 2 "bench with a length below two chunks" -- "$kvscope" bench --lengths 100 --chunk 128
 expect 2 "unknown device" -- "$kvscope" --device no-such-gpu dense --capture "$work/s.safetensors" --decode
 
 echo "cli: $passes passed, $failures failed"

@@ -1,0 +1,80 @@
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "args.h"
+#include "bench.h"
+#include "commands.h"
+#include "error.h"
+#include "method_args.h"
+#include "validation.h"
+
+namespace kv::cli {
+
+const char* const kBenchHelp =
+    "usage: kvscope bench [--lengths 8192,32768,131072] [--heads 32] [--kv-heads 8] [--dim 128]\n"
+    "                     [--dtype F16|BF16] [--budget 2048] [--prefill-budget 1024] [--chunk 128]\n"
+    "                     [--repeat 50] [method options] [--json OUT]\n\n"
+    "Times, on random inputs of each length, dense decode (one query per head), a dense\n"
+    "prefill chunk, quest, fier and quoka decode at --budget, and quoka and quest\n"
+    "prefill chunks at --prefill-budget: every stage's median GPU time (after warm-up;\n"
+    "two copies of K and V alternate between runs so caches do not flatter), the bytes\n"
+    "it must move, the GB/s that makes, and the fraction of the device's read\n"
+    "bandwidth, which bench measures first with a streaming kernel.\n";
+
+int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values = kMethodValueOptions;
+  values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json"});
+  Args args("bench", argv, values, {});
+  if (!args.positional().empty()) throw InputError("bench: unexpected argument '" + args.positional()[0] + "'");
+  BenchConfig config;
+  if (args.has("lengths")) config.lengths = args.counts("lengths");
+  config.heads = args.count("heads", config.heads, 1, 1024);
+  config.kv_heads = args.count("kv-heads", config.kv_heads, 1, 1024);
+  config.dim = args.count("dim", config.dim, 8, 512);
+  config.budget = args.count("budget", config.budget, 1, 1u << 20);
+  config.prefill_budget = args.count("prefill-budget", config.prefill_budget, 1, 1u << 20);
+  config.chunk = args.count("chunk", config.chunk, 1, 4096);
+  config.repeat = args.count("repeat", config.repeat, 1, 100000);
+  config.options = parse_method_options(args);
+  const std::string dtype = args.text("dtype", "F16");
+  if (dtype == "F16") config.dtype = DType::f16;
+  else if (dtype == "BF16") config.dtype = DType::bf16;
+  else throw InputError("bench: --dtype must be F16 or BF16");
+
+  vk::Device device(global.device);
+  BenchResult r = kv::run_bench(device, config, [&](const std::string& what) {
+    if (global.verbose) std::fprintf(stderr, "bench: %s\n", what.c_str());
+  });
+  std::printf("device %s: read bandwidth %.0f GB/s (stream_read over %.0f MiB)\n", r.device.c_str(),
+              r.read_gigabytes_per_second, r.read_buffer_bytes / 1048576.0);
+  std::printf("H=%u G=%u d=%u %s, decode budget %u, prefill chunk %u with B_SA %u, median of %u runs\n\n", config.heads,
+              config.kv_heads, config.dim, dtype.c_str(), config.budget, config.chunk, config.prefill_budget, config.repeat);
+  std::printf("%-8s %-15s %-26s %11s %10s %9s %8s\n", "length", "step", "stage", "time_us", "MB", "GB/s", "of_read");
+  nlohmann::json json = {{"device", r.device}, {"read_gb_per_s", r.read_gigabytes_per_second}, {"rows", nlohmann::json::array()}};
+  for (const BenchRow& row : r.rows) {
+    const double fraction = row.gigabytes_per_second() / r.read_gigabytes_per_second;
+    if (row.bytes > 0)
+      std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %7.0f%%\n", row.length, row.step.c_str(), row.stage.c_str(),
+                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), 100 * fraction);
+    else
+      std::printf("%-8u %-15s %-26s %11.1f %10s %9s %8s\n", row.length, row.step.c_str(), row.stage.c_str(),
+                  row.milliseconds * 1e3, "-", "-", "-");
+    json["rows"].push_back({{"length", row.length}, {"step", row.step}, {"stage", row.stage},
+                            {"time_us", row.milliseconds * 1e3}, {"bytes", row.bytes},
+                            {"gb_per_s", row.gigabytes_per_second()}, {"fraction_of_read", fraction}});
+  }
+  if (args.has("json")) {
+    const std::string path = args.text("json"), temporary = path + ".partial";
+    std::ofstream out(temporary, std::ios::trunc);
+    out << json.dump(2) << "\n";
+    out.close();
+    if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+      std::remove(temporary.c_str());
+      throw InputError("cannot write " + path);
+    }
+  }
+  return exit_code(global, device, 0);
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,168 @@
+#include "bench.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "../shaders/layouts.h"
+#include "attention.h"
+#include "block_step.h"
+#include "error.h"
+#include "half.h"
+#include "random.h"
+#include "stream_read.spv.h"
+
+namespace kv {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Random values stored as `dtype`: uniform in [-2, 2), enough for timing.
+std::vector<std::byte> random_tensor(size_t count, DType dtype, uint64_t seed) {
+  Random random(seed);
+  std::vector<std::byte> bytes(count * dtype_size(dtype));
+  for (size_t i = 0; i < count; ++i) {
+    const float x = float(random.uniform() * 4.0 - 2.0);
+    if (dtype == DType::f32) {
+      std::memcpy(bytes.data() + 4 * i, &x, 4);
+    } else {
+      const uint16_t h = dtype == DType::f16 ? float_to_half(x) : float_to_bf16(x);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+// The device's read bandwidth: stream_read over the largest buffer up to 1 GiB it allows.
+std::pair<double, double> measure_read_bandwidth(const vk::Device& device) {
+  uint64_t bytes = std::min<uint64_t>(uint64_t(1) << 30, device.limits().maxStorageBufferRange);
+  bytes = std::min<uint64_t>(bytes, device.info().device_local_bytes / 4) & ~uint64_t(15);
+  vk::Buffer source(device, bytes), folded(device, 4096 * 4);
+  source.fill(0x01020304u);
+  vk::Kernel kernel(device, "stream_read", stream_read_spirv, {2, sizeof(layouts::StreamReadPush)}, {});
+  vk::Pass pass(device);
+  layouts::StreamReadPush push{uint32_t(bytes / 16)};
+  pass.dispatch(kernel, {&source, &folded}, push, 4096, 1, 1, "stream_read");
+  std::vector<double> ms;
+  for (int i = 0; i < 23; ++i) {
+    pass.run();
+    if (i >= 3) ms.push_back(pass.total_milliseconds());
+  }
+  return {double(bytes) / (median(ms) * 1e6), double(bytes)};
+}
+
+// The least each stage must move, for the GB/s column (METHODS.md sizes; fp32 scratch).
+struct ByteModel {
+  AttentionShape shape;
+  size_t element;
+  uint32_t candidates, queries, budget, list_rows, page_size, group_size;
+  double operator()(const std::string& stage) const {
+    const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
+    const double kv_row = d * element;
+    if (stage == "dense_partial") return 2 * G * n * kv_row + H * queries * kv_row;
+    if (stage == "sparse_attention_partial") return 2 * list_rows * (budget + (queries > 1 ? queries : 0)) * kv_row;
+    if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
+    if (stage == "page_scores") return G * (n / page_size) * 2 * d * 4;
+    if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
+    if (stage == "key_scores") return G * n * kv_row;
+    if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 4 digit passes and a compaction
+    return 0;
+  }
+};
+
+}  // namespace
+
+BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
+                      const std::function<void(const std::string&)>& progress) {
+  if (c.heads == 0 || c.kv_heads == 0 || c.heads % c.kv_heads) throw InputError("bench: --heads must be a multiple of --kv-heads");
+  BenchResult result;
+  result.device = device.info().name;
+  std::tie(result.read_gigabytes_per_second, result.read_buffer_bytes) = measure_read_bandwidth(device);
+
+  for (uint32_t length : c.lengths) {
+    if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
+    if (progress) progress("length " + std::to_string(length));
+    const AttentionShape shape{c.heads, c.kv_heads, length, c.dim};
+    const size_t kv_count = size_t(c.kv_heads) * length * c.dim;
+    const double scale = 1.0 / std::sqrt(double(c.dim));
+    // Two copies of K and V, alternated between runs, so that no run finds the last one's data in cache.
+    std::vector<std::unique_ptr<GpuLayer>> copies;
+    {
+      std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1), values = random_tensor(kv_count, c.dtype, 2);
+      for (int i = 0; i < 2; ++i) copies.push_back(std::make_unique<GpuLayer>(device, shape, c.dtype, scale, keys, values));
+    }
+    const Block decode{Mode::decode, length - 1, 1};
+    const Block prefill{Mode::prefill, length - c.chunk, c.chunk};
+    vk::Buffer queries(device, size_t(c.heads) * c.chunk * c.dim * dtype_size(c.dtype));
+    queries.upload(random_tensor(size_t(c.heads) * c.chunk * c.dim, c.dtype, 3));
+
+    struct Step {
+      std::string name;
+      Block block;
+      std::string method;  // "" = dense
+      uint32_t budget;
+    };
+    std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
+    for (const char* m : {"quest", "fier", "quoka"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
+
+    for (const Step& step : steps) {
+      if (progress) progress("length " + std::to_string(length) + ": " + step.name);
+      const uint32_t max_queries = step.block.n_queries;
+      std::vector<std::unique_ptr<Attention>> attention;
+      std::vector<std::unique_ptr<Method>> methods;
+      std::vector<std::unique_ptr<vk::Buffer>> lists, lse;
+      std::vector<std::unique_ptr<vk::Pass>> passes;
+      uint32_t list_rows = 0;
+      for (auto& copy : copies) {
+        const bool dense = step.method.empty();
+        attention.push_back(std::make_unique<Attention>(device, shape, c.dtype, dense ? Attention::Keys::dense : Attention::Keys::sparse,
+                                                        max_queries));
+        passes.push_back(std::make_unique<vk::Pass>(device));
+        if (dense) {
+          attention.back()->record(*passes.back(), *copy, {&queries, step.block.n_queries, step.block.first_query}, "dense");
+          continue;
+        }
+        Method& method = *methods.emplace_back(make_method(device, *copy, step.method, c.options, step.block.mode, max_queries));
+        const Granularity granularity = method.granularity();
+        list_rows = rows_of(shape, granularity);
+        const uint32_t width = method.list_width(step.budget);
+        lists.push_back(std::make_unique<vk::Buffer>(device, size_t(list_rows) * width * 4));
+        lse.push_back(std::make_unique<vk::Buffer>(device, size_t(c.heads) * max_queries * 4));
+        method.record(*passes.back(), step.block, {&queries, lse.back().get()}, step.budget, *lists.back());
+        attention.back()->record(*passes.back(), *copy,
+                                 sparse_request(queries, step.block, *lists.back(), heads_per_row(shape, granularity), width),
+                                 "sparse_attention");
+      }
+      std::map<std::string, std::vector<double>> samples;
+      std::vector<std::string> order;
+      std::vector<double> totals;
+      for (uint32_t run = 0; run < c.repeat + 3; ++run) {
+        vk::Pass& pass = *passes[run % passes.size()];
+        pass.run();
+        if (run < 3) continue;  // warm-up
+        double total = 0;
+        for (const vk::StageTime& t : pass.stage_times()) {
+          if (!samples.count(t.stage)) order.push_back(t.stage);
+          samples[t.stage].push_back(t.milliseconds);
+          total += t.milliseconds;
+        }
+        totals.push_back(total);
+      }
+      const ByteModel bytes{shape, dtype_size(c.dtype), step.block.candidates(), step.block.n_queries, step.budget,
+                            list_rows, c.options.page_size, c.options.group_size};
+      double total_bytes = 0;
+      for (const std::string& stage : order) {
+        result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});
+        total_bytes += bytes(stage);
+      }
+      result.rows.push_back({length, step.name, "total", median(totals), total_bytes});
+    }
+  }
+  return result;
+}
+
+}  // namespace kv

@@ -1,0 +1,46 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "method.h"
+#include "vk/device.h"
+
+namespace kv {
+
+struct BenchConfig {
+  std::vector<uint32_t> lengths{8192, 32768, 131072};
+  uint32_t heads = 32, kv_heads = 8, dim = 128;
+  DType dtype = DType::f16;
+  uint32_t budget = 2048;          // decode selections
+  uint32_t prefill_budget = 1024;  // B_SA of prefill selections
+  uint32_t chunk = 128;
+  uint32_t repeat = 50;
+  MethodOptions options;
+};
+
+// One stage of one step at one length: median GPU time, the bytes the stage
+// must move at least, and what that makes of the device's read bandwidth.
+struct BenchRow {
+  uint32_t length = 0;
+  std::string step;   // e.g. "dense decode", "quest decode", "quoka prefill"
+  std::string stage;  // a stage name, or "total"
+  double milliseconds = 0;
+  double bytes = 0;
+  double gigabytes_per_second() const { return milliseconds > 0 ? bytes / (milliseconds * 1e6) : 0; }
+};
+
+struct BenchResult {
+  std::string device;
+  double read_gigabytes_per_second = 0;  // measured with stream_read.comp
+  double read_buffer_bytes = 0;
+  std::vector<BenchRow> rows;
+};
+
+// Times dense attention (decode and a prefill chunk) and every method's stages
+// on random inputs held twice in device memory and alternated between runs.
+BenchResult run_bench(const vk::Device& device, const BenchConfig& config,
+                      const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace kv

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (device tool) from the repo root, carrying .gl and the binaries in
+# $KVSCOPE_BIN (default .devbin): the test suite on the GPU, kvscope bench at the issue's
+# sizes (JSON to $OUT or /tmp), and the PyTorch baselines at the same sizes.
+set -u
+B=${KVSCOPE_BIN:-./.devbin}
+O=${OUT:-/tmp}
+for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
+$B/kvscope devices 2>/dev/null | grep -q NVIDIA || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export XDG_RUNTIME_DIR=/tmp
+echo "=== tests on the GPU"
+KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -3
+$B/cli_test.sh $B/kvscope 2>&1 | tail -1
+echo "=== kvscope bench"
+$B/kvscope bench --lengths 8192,32768,131072 --budget 2048 --prefill-budget 1024 --chunk 128 --repeat 50 --json $O/bench.json
+echo "=== torch"
+python3 tools/bench_torch.py --tokens 8192,32768,131072 "$@"
