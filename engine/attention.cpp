@@ -15,12 +15,12 @@ namespace {
 using layouts::AttentionMergePush;
 using layouts::AttentionPartialPush;
 
-constexpr uint32_t kMergeWorkgroup = 64;
+constexpr uint32_t kMergeWorkgroup = 256;  // a power of two (tree reductions)
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
 // chunk of 128 queries 2 ways (its query tiles already fill the GPU).
-constexpr uint32_t kPartialRowsPerHead = 256;
+constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
 
 uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
