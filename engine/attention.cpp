@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention_decode_partial.spv.h"
 #include "attention_merge.spv.h"
 #include "attention_partial.spv.h"
 #include "element_type.h"
@@ -16,9 +15,7 @@ namespace {
 using layouts::AttentionMergePush;
 using layouts::AttentionPartialPush;
 
-constexpr uint32_t kMergeWorkgroup = 256;
-constexpr uint32_t kDecodeHeads = 4;       // attention_decode_partial's MAX_HEADS
-constexpr uint32_t kDecodeSubgroups = 4;   // its SUBGROUPS  // a power of two (tree reductions)
+constexpr uint32_t kMergeWorkgroup = 256;  // a power of two (tree reductions)
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
@@ -62,15 +59,6 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
                    ? vk::Kernel(device, "attention_partial", attention_partial_spirv, {5, sizeof(AttentionPartialPush)}, specialization)
                    : vk::Kernel(device, "sparse_attention_partial", sparse_attention_partial_spirv,
                                 {6, sizeof(AttentionPartialPush)}, specialization);
-      }()),
-      decode_([&]() -> std::optional<vk::Kernel> {
-        const uint32_t subgroup = device.info().subgroup_size;
-        if (keys != Keys::dense || !device.info().fixed_subgroup_shuffle || subgroup < 4) return std::nullopt;
-        const uint32_t chunks = shape.dim / 8, chunks_per_lane = chunks / std::min(subgroup, chunks);
-        const uint32_t specialization[] = {shape.dim, element_type(dtype), kDecodeHeads, chunks_per_lane,
-                                           kDecodeSubgroups * subgroup};
-        return vk::Kernel(device, "attention_decode_partial", attention_decode_partial_spirv,
-                          {5, sizeof(AttentionPartialPush)}, specialization);
       }()),
       merge_([&] {
         const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
@@ -132,12 +120,7 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   push.own_first = request.own_first;
   push.own_count = request.own_count;
   const uint32_t lists = shape_.heads / push.heads_per_list;
-  if (!sparse && request.n_queries == 1 && decode_) {
-    push.heads_per_block = std::min(shape_.group(), kDecodeHeads);
-    push.head_blocks = ceil_div(shape_.group(), push.heads_per_block);
-    pass.dispatch(*decode_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
-                  t.splits, 1, shape_.kv_heads * push.head_blocks, prefix + "_partial");
-  } else if (sparse)
+  if (sparse)
     pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
                   push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   else

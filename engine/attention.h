@@ -1,6 +1,5 @@
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,9 +42,7 @@ struct AttentionRequest {
 };
 
 // Causal attention on the GPU in two stages: `<prefix>_partial` splits the key
-// slots (flash-decoding), `<prefix>_merge` combines the splits. A dense request
-// with one query per head uses attention_decode_partial.comp when the device
-// has fixed-size subgroups with shuffles. Dense reads keys
+// slots (flash-decoding), `<prefix>_merge` combines the splits. Dense reads keys
 // [0, position]; sparse reads the request's key lists. Outputs, per (head,
 // query): the attention output [H, n, d] and the log-sum-exp of the scaled
 // logits over the attended keys [H, n].
@@ -73,7 +70,6 @@ class Attention {
   uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   AttentionTiling base_;
   vk::Kernel partial_;
-  std::optional<vk::Kernel> decode_;  // dense, one query per head, where the device allows it
   vk::Kernel merge_;
   vk::Buffer partial_output_;
   vk::Buffer partial_stats_;

@@ -131,14 +131,8 @@ int compute_queue_family(VkPhysicalDevice physical, uint32_t* timestamp_bits) {
 }
 
 DeviceInfo describe(VkPhysicalDevice physical, uint32_t index) {
-  VkPhysicalDeviceSubgroupSizeControlProperties size_control{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  VkPhysicalDeviceProperties basic{};
-  vkGetPhysicalDeviceProperties(physical, &basic);
-  const bool has_size_control = basic.apiVersion >= VK_API_VERSION_1_3 ||
-                                has_device_extension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-  subgroup.pNext = has_size_control ? &size_control : nullptr;
   driver.pNext = &subgroup;
   VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   properties.pNext = &driver;
@@ -153,10 +147,6 @@ DeviceInfo describe(VkPhysicalDevice physical, uint32_t index) {
   info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
   info.api_version = properties.properties.apiVersion;
   info.subgroup_size = subgroup.subgroupSize;
-  info.fixed_subgroup_shuffle = has_size_control && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
-                                (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-                                size_control.minSubgroupSize == size_control.maxSubgroupSize &&
-                                size_control.minSubgroupSize == subgroup.subgroupSize;
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);

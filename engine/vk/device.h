@@ -19,9 +19,6 @@ struct DeviceInfo {
   std::string driver;
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
-  // Shuffles are supported and every compute subgroup has subgroup_size lanes
-  // (min == max subgroup size): kernels that size shared memory per subgroup need it.
-  bool fixed_subgroup_shuffle = false;
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;
