@@ -89,6 +89,9 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{16, 1, 300, 64, DType::f16, false, 2, 298},  // MQA, r = 16
         DenseCase{2, 2, 2500, 128, DType::f16, false, 1, 2499},  // many splits
         DenseCase{4, 2, 97, 256, DType::f16, false, 2, 95},    // d = 256
+        DenseCase{16, 2, 777, 128, DType::f16, false, 1, 776},  // r = 8, one query per head
+        DenseCase{16, 1, 300, 64, DType::bf16, false, 1, 299},  // r = 16
+        DenseCase{6, 2, 1500, 256, DType::f32, false, 1, 1234}, // r = 3, d = 256
         // prefill chunks
         DenseCase{8, 2, 130, 64, DType::f16, true, 130, 0},   // one chunk holding everything
         DenseCase{4, 4, 700, 128, DType::f16, true, 100, 600},
