@@ -5,7 +5,7 @@
 
 namespace kv {
 namespace {
-constexpr uint32_t kWorkgroup = 256;
+constexpr uint32_t kWorkgroup = 1024;  // the most invocations Vulkan guarantees: more loads in flight per row
 }
 
 TopK::TopK(const vk::Device& device)
