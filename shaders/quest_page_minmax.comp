@@ -12,7 +12,9 @@ layout(local_size_x = 64) in;
 #include "load.glsl"
 
 layout(std430, binding = 0) readonly buffer Keys { uvec4 keys[]; };          // [G, T, d]
-layout(std430, binding = 1) writeonly buffer PageMinMax { float minmax[]; };  // [G, n_pages, 2, d]: max, then min
+// [G, 2, d, n_pages]: max, then min, channel-major so that page_scores' invocations
+// (one per page) read neighbouring words.
+layout(std430, binding = 1) writeonly buffer PageMinMax { float minmax[]; };
 
 layout(push_constant) uniform PageMinMaxPush { PAGE_MINMAX_FIELDS } pc;
 
@@ -32,12 +34,10 @@ void main() {
       min_lo = min(min_lo, lo);
       min_hi = min(min_hi, hi);
     }
-    uint base = (kv_head * pc.n_pages + page) * 2u * HEAD_DIM + chunk * 8u;
-    for (uint c = 0u; c < 4u; ++c) {
-      minmax[base + c] = max_lo[c];
-      minmax[base + 4u + c] = max_hi[c];
-      minmax[base + HEAD_DIM + c] = min_lo[c];
-      minmax[base + HEAD_DIM + 4u + c] = min_hi[c];
+    for (uint c = 0u; c < 8u; ++c) {
+      const uint channel = chunk * 8u + c;
+      minmax[((kv_head * 2u + 0u) * HEAD_DIM + channel) * pc.n_pages + page] = c < 4u ? max_lo[c] : max_hi[c - 4u];
+      minmax[((kv_head * 2u + 1u) * HEAD_DIM + channel) * pc.n_pages + page] = c < 4u ? min_lo[c] : min_hi[c - 4u];
     }
   }
 }

@@ -6,7 +6,8 @@
 namespace kv {
 
 // Quest's per-page key metadata on the GPU: channel max and min of every page
-// of `page_size` tokens, [G, n_pages, 2, d] floats (max first).
+// of `page_size` tokens, [G, 2, d, n_pages] floats (max first; channel-major so
+// that scoring, one invocation per page, reads coalesced).
 class QuestPages {
  public:
   QuestPages(const vk::Device& device, const GpuLayer& layer, uint32_t page_size);
