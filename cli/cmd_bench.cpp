@@ -1,11 +1,11 @@
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "args.h"
 #include "bench.h"
 #include "commands.h"
 #include "error.h"
+#include "files.h"
 #include "method_args.h"
 #include "validation.h"
 
@@ -64,16 +64,7 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
                             {"time_us", row.milliseconds * 1e3}, {"bytes", row.bytes},
                             {"gb_per_s", row.gigabytes_per_second()}, {"fraction_of_read", fraction}});
   }
-  if (args.has("json")) {
-    const std::string path = args.text("json"), temporary = path + ".partial";
-    std::ofstream out(temporary, std::ios::trunc);
-    out << json.dump(2) << "\n";
-    out.close();
-    if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
-      std::remove(temporary.c_str());
-      throw InputError("cannot write " + path);
-    }
-  }
+  if (args.has("json")) write_text_atomically(args.text("json"), json.dump(2) + "\n");
   return exit_code(global, device, 0);
 }
 

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "args.h"
@@ -11,6 +10,7 @@
 #include "validation.h"
 #include "error.h"
 #include "evaluator.h"
+#include "files.h"
 #include "method_args.h"
 
 namespace kv::cli {
@@ -166,20 +166,10 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
                 stages.c_str());
   }
 
-  auto write_atomically = [](const std::string& path, const std::string& text) {
-    const std::string temporary = path + ".partial";
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
-      std::remove(temporary.c_str());
-      throw InputError("cannot write " + path);
-    }
-  };
   if (!json_path.empty()) {
     nlohmann::json all = nlohmann::json::array();
     for (const EvalRow& row : rows) all.push_back(to_json(row));
-    write_atomically(json_path, all.dump(2) + "\n");
+    write_text_atomically(json_path, all.dump(2) + "\n");
   }
   if (!csv_path.empty()) {
     std::string csv = "layer,method,budget,mode,coverage,recall,output_error,needle_recall,select_ms,attention_ms\n";
@@ -193,7 +183,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
                     select_ms, attention_ms);
       csv += line;
     }
-    write_atomically(csv_path, csv);
+    write_text_atomically(csv_path, csv);
   }
   return exit_code(global, device, 0);
 }

@@ -3,11 +3,8 @@
 # $KVSCOPE_BIN (default .devbin): the test suite on the GPU, kvscope bench at the issue's
 # sizes (JSON to $OUT or /tmp), and the PyTorch baselines at the same sizes.
 set -u
-B=${KVSCOPE_BIN:-./.devbin}
 O=${OUT:-/tmp}
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-$B/kvscope devices 2>/dev/null | grep -q NVIDIA || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export XDG_RUNTIME_DIR=/tmp
+. "$(dirname "$0")/device_env.sh"
 echo "=== tests on the GPU"
 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -3
 $B/cli_test.sh $B/kvscope 2>&1 | tail -1

@@ -3,9 +3,6 @@
 # in $KVSCOPE_BIN (default .devbin): the capture exporter's tests (tiny random models of
 # each family, PyTorch + transformers), with the engine reading every file back.
 set -u
-B=${KVSCOPE_BIN:-./.devbin}
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-$B/kvscope devices 2>/dev/null | grep -q NVIDIA || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export XDG_RUNTIME_DIR=/tmp
+. "$(dirname "$0")/device_env.sh"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 KVSCOPE_BIN=$B python3 -m pytest -q -p no:cacheprovider tools/tests "$@"

@@ -4,12 +4,7 @@
 # the binaries (kvscope, kvscope_tests, cli_test.sh) in $KVSCOPE_BIN (default .devbin) carried:
 # devices, the test suite on the GPU, synth+info at 32k, dense attention timings, PyTorch SDPA.
 set -u
-B=${KVSCOPE_BIN:-./.devbin}
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-if ! $B/kvscope devices 2>/dev/null | grep -q NVIDIA; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
-export XDG_RUNTIME_DIR=/tmp
+. "$(dirname "$0")/device_env.sh"
 echo "=== devices"; $B/kvscope devices
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 echo "=== tests on the GPU"

@@ -4,11 +4,8 @@
 # $KVSCOPE_BIN (default .devbin): the test suite on the GPU, then eval at 32k tokens,
 # H=32, G=8, d=128, in decode and prefill, writing JSON to $OUT (or /tmp).
 set -u
-B=${KVSCOPE_BIN:-./.devbin}
 O=${OUT:-/tmp}
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-$B/kvscope devices 2>/dev/null | grep -q NVIDIA || export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export XDG_RUNTIME_DIR=/tmp
+. "$(dirname "$0")/device_env.sh"
 echo "=== tests on the GPU"
 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -4
 $B/cli_test.sh $B/kvscope 2>&1 | tail -1

@@ -187,16 +187,14 @@ uint32_t choose(const std::vector<DeviceInfo>& infos, const std::string& selecto
 }  // namespace
 
 std::vector<DeviceInfo> list_devices() {
-  VkInstance instance = create_instance(false, nullptr);
+  // The owner of a short-lived instance that only enumerates.
+  struct ScopedInstance {
+    VkInstance handle;
+    ~ScopedInstance() { vkDestroyInstance(handle, nullptr); }
+  } instance{create_instance(false, nullptr)};
   std::vector<DeviceInfo> infos;
-  try {
-    std::vector<VkPhysicalDevice> devices = physical_devices(instance);
-    for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
-  } catch (...) {
-    vkDestroyInstance(instance, nullptr);
-    throw;
-  }
-  vkDestroyInstance(instance, nullptr);
+  std::vector<VkPhysicalDevice> devices = physical_devices(instance.handle);
+  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
   return infos;
 }
 

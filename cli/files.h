@@ -1,0 +1,22 @@
+#pragma once
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "error.h"
+
+namespace kv::cli {
+
+// Writes `text` to a temporary beside `path`, then renames it: a failure leaves no partial file.
+inline void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".partial";
+  std::ofstream out(temporary, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw InputError("cannot write " + path);
+  }
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,10 @@
+# Sourced by tools/device_*.sh on the GPU machine: unpacks the carried Vulkan
+# loader and validation-layer .debs (.gl/, from ../shared/tools/gpu-vulkan-loader.sh
+# plus vulkan-validationlayers) and points the loader at NVIDIA's driver when
+# it finds none. B is the folder of carried binaries ($KVSCOPE_BIN, default .devbin).
+B=${KVSCOPE_BIN:-./.devbin}
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+"$B/kvscope" devices 2>/dev/null | grep -q NVIDIA ||
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export XDG_RUNTIME_DIR=/tmp
