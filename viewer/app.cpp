@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -97,6 +98,7 @@ App::App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::
 void App::open_capture(const std::string& path) {
   try {
     auto capture = std::make_unique<Capture>(path);
+    if (pending_stats_.valid()) pending_stats_.wait();  // the worker reads the old capture
     inspector_.reset();  // it refers to the old capture's layer
     capture_ = std::move(capture);
     capture_path_ = path;
@@ -167,16 +169,27 @@ void App::refresh_curves() {
 }
 
 void App::refresh_query_stats() {
+  if (pending_stats_.valid() &&
+      (state_.wait_for_stats || pending_stats_.wait_for(std::chrono::seconds(0)) == std::future_status::ready))
+    stats_ = pending_stats_.get();
   const Block block = current_block();
-  const CaptureLayer& layer = capture().layer(state_.layer);
   const uint32_t head = uint32_t(std::max(state_.head, 0));
   // The chunk of queries: the prefill chunk, or in decode the B_CP queries ending at the probe.
   const uint32_t last = block.first_query + block.n_queries;
   const uint32_t first = state_.mode == Mode::prefill ? block.first_query : last - std::min(last, state_.chunk);
   char key[128];
   std::snprintf(key, sizeof key, "%d/%u/%u/%u/%u", state_.layer, first, last, head, state_.options.n_q);
-  if (stats_key_ == key) return;
+  if (stats_key_ == key || pending_stats_.valid()) return;  // current, or one computation at a time
   stats_key_ = key;
+  // The capture outlives the worker: open_capture() waits for it before replacing the capture.
+  pending_stats_ = std::async(std::launch::async, compute_query_stats, std::cref(capture()), state_.layer, head, first,
+                              last, state_.options.n_q);
+  if (state_.wait_for_stats) stats_ = pending_stats_.get();
+}
+
+QueryStats App::compute_query_stats(const Capture& capture, int layer_index, uint32_t head, uint32_t first,
+                                    uint32_t last, uint32_t n_q) {
+  const CaptureLayer& layer = capture.layer(layer_index);
   const uint32_t d = layer.shape.dim, T = layer.shape.tokens, g = head / layer.shape.group();
   const size_t row_bytes = size_t(d) * dtype_size(layer.dtype);
   auto row = [&](const TensorView* t, uint32_t h, uint32_t position) {
@@ -191,22 +204,22 @@ void App::refresh_query_stats() {
   }
   std::vector<std::vector<float>> keys;
   for (uint32_t j = 0; j < last; ++j) keys.push_back(row(layer.k, g, j));
-  const double scale = capture().scale(layer);
+  const double scale = capture.scale(layer);
   double mean_norm = 0;
   for (double x : mean) mean_norm += x * x;
   mean_norm = std::sqrt(mean_norm);
-  stats_ = {};
+  QueryStats stats;
   for (uint32_t i = 0; i < n; ++i) {
     double dot = 0, norm = 0;
     for (uint32_t c = 0; c < d; ++c) {
       dot += queries[i][c] * mean[c];
       norm += double(queries[i][c]) * queries[i][c];
     }
-    stats_.cosine.push_back(norm > 0 && mean_norm > 0 ? float(dot / (std::sqrt(norm) * mean_norm)) : 0.0f);
+    stats.cosine.push_back(norm > 0 && mean_norm > 0 ? float(dot / (std::sqrt(norm) * mean_norm)) : 0.0f);
     std::vector<double> p(first + i + 1);
     for (uint32_t j = 0; j < p.size(); ++j) {
-      double s = 0;
-      for (uint32_t c = 0; c < d; ++c) s += double(queries[i][c]) * keys[j][c];
+      float s = 0;
+      for (uint32_t c = 0; c < d; ++c) s += queries[i][c] * keys[j][c];
       p[j] = scale * s;
     }
     const double max = *std::max_element(p.begin(), p.end());
@@ -216,13 +229,14 @@ void App::refresh_query_stats() {
     double acc = 0;
     uint32_t needed = 0;
     while (needed < p.size() && acc < 0.9 * sum) acc += p[needed++];
-    stats_.keys_for_90.push_back(needed);
+    stats.keys_for_90.push_back(needed);
   }
   std::vector<uint32_t> order(n);
   for (uint32_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return stats_.cosine[a] < stats_.cosine[b]; });
-  stats_.kept.assign(n, n <= state_.options.n_q);
-  for (uint32_t r = 0; r < std::min(n, state_.options.n_q); ++r) stats_.kept[order[r]] = true;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return stats.cosine[a] < stats.cosine[b]; });
+  stats.kept.assign(n, n <= n_q);
+  for (uint32_t r = 0; r < std::min(n, n_q); ++r) stats.kept[order[r]] = true;
+  return stats;
 }
 
 void App::frame() {
@@ -527,7 +541,8 @@ void App::cosine_panel() {
   const float w = (display.x - kControlsWidth) / 3, y = display.y * kMapShare;
   place(kControlsWidth + w, y, w, display.y - y);
   ImGui::Begin("Query cosine distribution", nullptr, kPanelFlags);
-  ImGui::TextDisabled("head %d, the chunk's queries: cosine to the chunk's mean query", std::max(state_.head, 0));
+  ImGui::TextDisabled("head %d, the chunk's queries: cosine to the chunk's mean query%s", std::max(state_.head, 0),
+                      pending_stats_.valid() ? " (updating)" : "");
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 kept_color = IM_COL32(80, 200, 255, 255), other_color = IM_COL32(110, 110, 130, 255);
   const auto& s = stats_;

@@ -1,5 +1,6 @@
 #pragma once
 #include <deque>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct ViewState {
   int head = -1;  // -1 = all heads
   uint32_t chunk = 128;
   bool live = true;  // re-run every frame (the latency history shows jitter)
+  bool wait_for_stats = false;  // screenshots: draw the cosine panel only once its statistics are in
 };
 
 // Per query of a chunk, for the query-cosine panel (the observation QuoKA rests on).
@@ -41,6 +43,8 @@ class App {
   void refresh();
   void refresh_curves();
   void refresh_query_stats();
+  static QueryStats compute_query_stats(const Capture& capture, int layer, uint32_t head, uint32_t first, uint32_t last,
+                                        uint32_t n_q);
   void controls_panel();
   void open_capture(const std::string& path);
   void map_panel();
@@ -64,6 +68,7 @@ class App {
   Inspection current_;
   std::vector<EvalRow> curves_;
   QueryStats stats_;
+  std::future<QueryStats> pending_stats_;  // computed on a worker: O(chunk x T x d) on the CPU
   std::deque<float> method_history_, dense_history_;
   double view_first_ = 0, view_last_ = 0;  // visible keys of the map
   std::string error_;
