@@ -25,6 +25,7 @@ int run_dense(const GlobalOptions&, const std::vector<std::string>&);
 int run_select(const GlobalOptions&, const std::vector<std::string>&);
 int run_eval(const GlobalOptions&, const std::vector<std::string>&);
 int run_bench(const GlobalOptions&, const std::vector<std::string>&);
+int run_inspect(const GlobalOptions&, const std::vector<std::string>&);
 
 extern const char* const kDevicesHelp;
 extern const char* const kInfoHelp;
@@ -33,5 +34,6 @@ extern const char* const kDenseHelp;
 extern const char* const kSelectHelp;
 extern const char* const kEvalHelp;
 extern const char* const kBenchHelp;
+extern const char* const kInspectHelp;
 
 }  // namespace kv::cli

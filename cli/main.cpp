@@ -26,6 +26,8 @@ const Command kCommands[] = {
      kv::cli::run_eval},
     {"bench", "time every stage and dense attention at given sizes, against the read bandwidth", kv::cli::kBenchHelp,
      kv::cli::run_bench},
+    {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
+     kv::cli::run_inspect},
 };
 
 void print_usage(FILE* out) {

@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval bench; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench inspect; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -52,6 +52,9 @@ expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safet
 expect 0 "bench at a small size" -- "$kvscope" --debug bench --lengths 512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
 grep -q '"read_gb_per_s"' "$work/b.json" || { echo "FAIL: bench --json lacks read_gb_per_s"; failures=$((failures + 1)); }
 expect 2 "bench with a length below two chunks" -- "$kvscope" bench --lengths 100 --chunk 128
+expect 0 "inspect a prefill chunk" -- "$kvscope" --debug inspect --capture "$work/s.safetensors" --prefill --chunk 64 --method quoka --budget 32 --repeat 2 --json
+grep -q '"inspection_ms"' "$work/out" || { echo "FAIL: inspect --json lacks inspection_ms"; failures=$((failures + 1)); }
+expect 2 "inspect a block past the end" -- "$kvscope" inspect --capture "$work/s.safetensors" --decode --probes 4 --block 9 --method quest --budget 8
 expect 2 "unknown device" -- "$kvscope" --device no-such-gpu dense --capture "$work/s.safetensors" --decode
 
 echo "cli: $passes passed, $failures failed"

@@ -8,6 +8,7 @@
 #include "capture.h"
 #include "evaluator.h"
 #include "inspector.h"
+#include "query_stats.h"
 
 namespace kv::viewer {
 
@@ -25,13 +26,6 @@ struct ViewState {
   bool wait_for_stats = false;  // screenshots: draw the cosine panel only once its statistics are in
 };
 
-// Per query of a chunk, for the query-cosine panel (the observation QuoKA rests on).
-struct QueryStats {
-  std::vector<float> cosine;           // to the chunk's mean query
-  std::vector<uint32_t> keys_for_90;   // keys needed to reach 90% of the query's attention mass
-  std::vector<bool> kept;              // among QuoKA's N_Q least similar
-};
-
 // The viewer's UI state and a snapshot of engine results; it draws with ImGui
 // and asks the engine (Inspector, evaluate_layer) for every number it shows.
 class App {
@@ -43,8 +37,6 @@ class App {
   void refresh();
   void refresh_curves();
   void refresh_query_stats();
-  static QueryStats compute_query_stats(const Capture& capture, int layer, uint32_t head, uint32_t first, uint32_t last,
-                                        uint32_t n_q);
   void controls_panel();
   void open_capture(const std::string& path);
   void map_panel();

@@ -1,0 +1,22 @@
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "capture.h"
+
+namespace kv {
+
+// Per query of a chunk (the observation QuoKA rests on): its cosine to the
+// chunk's mean query, how many keys it needs for 90% of its dense attention
+// mass, and whether QuoKA keeps it (the N_Q least similar).
+struct QueryStats {
+  std::vector<float> cosine;
+  std::vector<uint32_t> keys_for_90;
+  std::vector<bool> kept;
+};
+
+// Queries [first, last) of one head, on the CPU: O((last - first) x last x d).
+QueryStats chunk_query_stats(const Capture& capture, int layer, uint32_t head, uint32_t first, uint32_t last,
+                             uint32_t n_q);
+
+}  // namespace kv
