@@ -24,16 +24,15 @@ Inspection Inspector::inspect(const Block& block, const std::string& method, con
   const std::string key = method + "/" + std::to_string(options.page_size) + "/" + std::to_string(options.group_size) +
                           "/" + std::to_string(options.n_q) + "/" + std::to_string(options.quoka_max) + "/" +
                           std::to_string(int(options.gqa_agg)) + "/" + std::to_string(options.n_sink);
-  if (!method_ || key != method_key_) {  // pipelines and per-cache metadata are built once per choice
-    method_ = make_method(device_, gpu_, method, options, mode_, max_queries);
-    method_key_ = key;
-  }
+  std::unique_ptr<Method>& built = methods_[key];
+  if (!built) built = make_method(device_, gpu_, method, options, mode_, max_queries);
+  Method& chosen = *built;
   Inspection r;
   r.block = block;
   r.budget = budget;
-  r.granularity = method_->granularity();
+  r.granularity = chosen.granularity();
   r.rows = rows_of(s, r.granularity);
-  r.width = method_->list_width(budget);
+  r.width = chosen.list_width(budget);
   r.oracle_granularity = oracle_->granularity();
   r.oracle_rows = rows_of(s, r.oracle_granularity);
   vk::Buffer selection(device_, size_t(r.rows) * r.width * 4), oracle(device_, size_t(r.oracle_rows) * budget * 4);
@@ -68,7 +67,7 @@ Inspection Inspector::inspect(const Block& block, const std::string& method, con
   }
   {
     vk::Pass pass(device_);
-    method_->record(pass, block, inputs, budget, selection);
+    chosen.record(pass, block, inputs, budget, selection);
     sparse_.record(pass, gpu_, sparse_request(queries_.buffer(), block, selection, heads_per_row(s, r.granularity), r.width),
                    "sparse_attention");
     metrics_.record(pass, block.n_queries, dense_, sparse_, selection, r.width, heads_per_row(s, r.granularity), oracle,
@@ -80,7 +79,7 @@ Inspection Inspector::inspect(const Block& block, const std::string& method, con
   r.selection = selection.download_values<int32_t>(size_t(r.rows) * r.width);
   r.oracle = oracle.download_values<int32_t>(size_t(r.oracle_rows) * budget);
   r.heads = metrics_.read();
-  r.score_layout = method_->scores();
+  r.score_layout = chosen.scores();
   if (r.score_layout.buffer)
     r.method_scores = r.score_layout.buffer->download_values<float>(size_t(r.score_layout.rows) * r.score_layout.stride);
   r.score_layout.buffer = nullptr;

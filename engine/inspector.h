@@ -1,4 +1,5 @@
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,8 +57,9 @@ class Inspector {
   Attention sparse_;
   SelectionMetrics metrics_;
   std::unique_ptr<Method> oracle_;
-  std::unique_ptr<Method> method_;
-  std::string method_key_;  // name and parameters of method_
+  // Methods built so far, by name and parameters: pipelines and per-cache metadata
+  // are built once per choice, so switching back is immediate.
+  std::map<std::string, std::unique_ptr<Method>> methods_;
 };
 
 }  // namespace kv
