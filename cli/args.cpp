@@ -68,6 +68,11 @@ uint32_t Args::count(const std::string& name, uint32_t fallback, uint32_t min, u
   return uint32_t(value);
 }
 
+uint32_t Args::required_count(const std::string& name, uint32_t min, uint32_t max) const {
+  required(name);
+  return count(name, 0, min, max);
+}
+
 std::vector<uint32_t> Args::counts(const std::string& name) const {
   std::vector<uint32_t> values;
   std::string list = text(name);

@@ -20,6 +20,7 @@ class Args {
   std::string text(const std::string& name, const std::string& fallback = "") const;
   std::string required(const std::string& name) const;
   uint32_t count(const std::string& name, uint32_t fallback, uint32_t min = 0, uint32_t max = UINT32_MAX) const;
+  uint32_t required_count(const std::string& name, uint32_t min, uint32_t max) const;
   std::vector<uint32_t> counts(const std::string& name) const;  // comma-separated
   std::vector<std::string> positional() const { return positional_; }
 

@@ -43,8 +43,7 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
   const MethodOptions options = parse_method_options(args);
   const std::string method = args.required("method");
   if (!method_supports(method, mode)) throw InputError("inspect: unknown method '" + method + "'");
-  if (!args.has("budget")) throw InputError("inspect: --budget is required");
-  const uint32_t budget = args.count("budget", 0, 1, 1u << 20), repeat = args.count("repeat", 20, 1, 100000);
+  const uint32_t budget = args.required_count("budget", 1, 1u << 20), repeat = args.count("repeat", 20, 1, 100000);
   const uint32_t chunk = args.count("chunk", 128, 1, 4096);
   Capture capture(args.required("capture"));
   const int layer = args.has("layer") ? int(args.count("layer", 0, 0, 1u << 20)) : capture.layers().front().index;
@@ -65,10 +64,8 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
     again.push_back(seconds_since(start));
   }
   std::sort(again.begin(), again.end());
-  const uint32_t last = block.first_query + block.n_queries;
-  const uint32_t stats_first = mode == Mode::prefill ? block.first_query : last - std::min(last, chunk);
   start = std::chrono::steady_clock::now();
-  QueryStats stats = chunk_query_stats(capture, layer, 0, stats_first, last, options.n_q);
+  QueryStats stats = chunk_query_stats(capture, layer, 0, block, chunk, options.n_q);
   const double stats_seconds = seconds_since(start);
 
   double coverage = 0, recall = 0, error = 0;

@@ -37,8 +37,7 @@ int run_select(const GlobalOptions& global, const std::vector<std::string>& argv
   const MethodOptions options = parse_method_options(args);
   const std::string method = args.required("method"), out = args.required("out");
   if (method == "dense") throw InputError("select: dense selects every causal key; choose a selection method");
-  if (!args.has("budget")) throw InputError("select: --budget is required");
-  const uint32_t budget = args.count("budget", 0, 1, 1u << 20);
+  const uint32_t budget = args.required_count("budget", 1, 1u << 20);
   Capture capture(args.required("capture"));
   const CaptureLayer& layer = capture.layer(int(args.count("layer", 0, 0, 1u << 20)));
   vk::Device device(global.device);

@@ -15,6 +15,9 @@ namespace kv {
 std::vector<Block> blocks_with_candidates(Mode mode, uint32_t tokens, uint32_t probes, uint32_t chunk,
                                           uint32_t last_chunks = 0);
 
+// Queries in the largest block of a regime: 1 per decode probe, `chunk` per prefill chunk.
+inline uint32_t max_block_queries(Mode mode, uint32_t chunk) { return mode == Mode::decode ? 1 : chunk; }
+
 // The block's queries [H, n, d] in a device buffer sized for the largest block.
 class BlockQueries {
  public:

@@ -54,7 +54,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
     if (b == 0) throw InputError("eval: budgets must be positive");
   const AttentionShape& shape = layer.shape;
   const std::vector<Block> blocks = blocks_with_candidates(config.mode, shape.tokens, config.probes, config.chunk, config.last_chunks);
-  const uint32_t max_queries = config.mode == Mode::decode ? 1 : config.chunk;
+  const uint32_t max_queries = max_block_queries(config.mode, config.chunk);
 
   GpuLayer gpu(device, capture, layer);
   BlockQueries queries(device, layer, max_queries);
@@ -193,7 +193,7 @@ SelectionResult select_layer(const vk::Device& device, const Capture& capture, c
   if (budget == 0) throw InputError("select: --budget must be positive");
   const AttentionShape& shape = layer.shape;
   const std::vector<Block> blocks = blocks_with_candidates(mode, shape.tokens, probes, chunk, last_chunks);
-  const uint32_t max_queries = mode == Mode::decode ? 1 : chunk;
+  const uint32_t max_queries = max_block_queries(mode, chunk);
   GpuLayer gpu(device, capture, layer);
   BlockQueries queries(device, layer, max_queries);
   Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries);

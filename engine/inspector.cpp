@@ -11,16 +11,16 @@ Inspector::Inspector(const vk::Device& device, const Capture& capture, int layer
       mode_(mode),
       chunk_(chunk),
       gpu_(device, capture, layer_),
-      queries_(device, layer_, mode == Mode::decode ? 1 : chunk),
-      dense_(device, layer_.shape, layer_.dtype, Attention::Keys::dense, mode == Mode::decode ? 1 : chunk),
-      sparse_(device, layer_.shape, layer_.dtype, Attention::Keys::sparse, mode == Mode::decode ? 1 : chunk),
+      queries_(device, layer_, max_block_queries(mode, chunk)),
+      dense_(device, layer_.shape, layer_.dtype, Attention::Keys::dense, max_block_queries(mode, chunk)),
+      sparse_(device, layer_.shape, layer_.dtype, Attention::Keys::sparse, max_block_queries(mode, chunk)),
       metrics_(device, layer_.shape),
-      oracle_(make_method(device, gpu_, "oracle", {}, mode, mode == Mode::decode ? 1 : chunk)) {}
+      oracle_(make_method(device, gpu_, "oracle", {}, mode, max_block_queries(mode, chunk))) {}
 
 Inspection Inspector::inspect(const Block& block, const std::string& method, const MethodOptions& options,
                               uint32_t budget) {
   const AttentionShape& s = layer_.shape;
-  const uint32_t max_queries = mode_ == Mode::decode ? 1 : chunk_;
+  const uint32_t max_queries = max_block_queries(mode_, chunk_);
   const std::string key = method + "/" + std::to_string(options.page_size) + "/" + std::to_string(options.group_size) +
                           "/" + std::to_string(options.n_q) + "/" + std::to_string(options.quoka_max) + "/" +
                           std::to_string(int(options.gqa_agg)) + "/" + std::to_string(options.n_sink);

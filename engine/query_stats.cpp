@@ -6,8 +6,10 @@
 
 namespace kv {
 
-QueryStats chunk_query_stats(const Capture& capture, int layer_index, uint32_t head, uint32_t first, uint32_t last,
-                             uint32_t n_q) {
+QueryStats chunk_query_stats(const Capture& capture, int layer_index, uint32_t head, const Block& block,
+                             uint32_t chunk, uint32_t n_q) {
+  const uint32_t last = block.first_query + block.n_queries;
+  const uint32_t first = block.mode == Mode::prefill ? block.first_query : last - std::min(last, chunk);
   const CaptureLayer& layer = capture.layer(layer_index);
   const uint32_t d = layer.shape.dim, T = layer.shape.tokens, g = head / layer.shape.group();
   const size_t row_bytes = size_t(d) * dtype_size(layer.dtype);

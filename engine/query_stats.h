@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "capture.h"
+#include "method.h"
 
 namespace kv {
 
@@ -15,8 +16,9 @@ struct QueryStats {
   std::vector<bool> kept;
 };
 
-// Queries [first, last) of one head, on the CPU: O((last - first) x last x d).
-QueryStats chunk_query_stats(const Capture& capture, int layer, uint32_t head, uint32_t first, uint32_t last,
+// The chunk's queries of one head, on the CPU: O(chunk x T x d). In prefill the
+// chunk is the block; in decode, the `chunk` queries that end at the probe.
+QueryStats chunk_query_stats(const Capture& capture, int layer, uint32_t head, const Block& block, uint32_t chunk,
                              uint32_t n_q);
 
 }  // namespace kv

@@ -129,8 +129,8 @@ void App::refresh() {
       inspector_->chunk() != state_.chunk)
     inspector_ = std::make_unique<Inspector>(device_, capture(), state_.layer, state_.mode, state_.chunk);
   const Block block = current_block();
-  const bool new_block = !dirty_ ? false : (shown_.layer != state_.layer || shown_.mode != state_.mode ||
-                                           current_.block.first_query != block.first_query || current_.heads.empty());
+  const bool new_block = current_.heads.empty() || shown_.layer != state_.layer || shown_.mode != state_.mode ||
+                         current_.block.first_query != block.first_query;
   current_ = inspector_->inspect(block, state_.method, state_.options, uint32_t(state_.budget));
   if (new_block || view_last_ <= view_first_ || view_last_ > block.candidates()) {
     view_first_ = 0;
@@ -174,16 +174,14 @@ void App::refresh_query_stats() {
     stats_ = pending_stats_.get();
   const Block block = current_block();
   const uint32_t head = uint32_t(std::max(state_.head, 0));
-  // The chunk of queries: the prefill chunk, or in decode the B_CP queries ending at the probe.
-  const uint32_t last = block.first_query + block.n_queries;
-  const uint32_t first = state_.mode == Mode::prefill ? block.first_query : last - std::min(last, state_.chunk);
   char key[128];
-  std::snprintf(key, sizeof key, "%d/%u/%u/%u/%u", state_.layer, first, last, head, state_.options.n_q);
+  std::snprintf(key, sizeof key, "%d/%d/%u/%u/%u/%u", state_.layer, int(block.mode), block.first_query, state_.chunk,
+                head, state_.options.n_q);
   if (stats_key_ == key || pending_stats_.valid()) return;  // current, or one computation at a time
   stats_key_ = key;
   // The capture outlives the worker: open_capture() waits for it before replacing the capture.
-  pending_stats_ = std::async(std::launch::async, chunk_query_stats, std::cref(capture()), state_.layer, head, first,
-                              last, state_.options.n_q);
+  pending_stats_ = std::async(std::launch::async, chunk_query_stats, std::cref(capture()), state_.layer, head, block,
+                              state_.chunk, state_.options.n_q);
   if (state_.wait_for_stats) stats_ = pending_stats_.get();
 }
 
