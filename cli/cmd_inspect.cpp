@@ -20,9 +20,10 @@ const char* const kInspectHelp =
     "Runs what the viewer runs when a setting changes, for one block (default: the\n"
     "last probe or chunk): dense attention, the oracle, the method, sparse attention\n"
     "and metrics on the GPU, then the chunk's query statistics (cosine to the mean\n"
-    "query, keys for 90% of the mass) on the CPU. Prints the block's metrics and the\n"
-    "wall-clock cost: the first inspection (builds pipelines and per-cache metadata),\n"
-    "the median of --repeat (default 20) repeated ones, and the query statistics.\n";
+    "query, keys for 90% of the mass) and the method's recall-curve points. Prints\n"
+    "the block's metrics and the wall-clock cost: the first inspection (builds\n"
+    "pipelines and per-cache metadata), the median of --repeat (default 20) repeated\n"
+    "ones, the query statistics, and a curve point (budgets 16..4096).\n";
 
 namespace {
 
@@ -64,9 +65,22 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
     again.push_back(seconds_since(start));
   }
   std::sort(again.begin(), again.end());
+  inspector.query_stats(0, block, options.n_q);  // the first call builds the pipeline
   start = std::chrono::steady_clock::now();
-  QueryStats stats = chunk_query_stats(capture, layer, 0, block, chunk, options.n_q);
+  QueryStats stats = inspector.query_stats(0, block, options.n_q);
   const double stats_seconds = seconds_since(start);
+  // The viewer's recall curves for this method: the first point also runs dense
+  // attention on every curve block, later points only the method.
+  const std::vector<Block> curve_blocks = inspector.curve_blocks();
+  std::vector<double> points;
+  for (uint32_t b = 16; b <= std::min<uint32_t>(4096, capture.tokens()); b *= 2) {
+    start = std::chrono::steady_clock::now();
+    inspector.curve_point(curve_blocks, method, options, b);
+    points.push_back(seconds_since(start));
+  }
+  const double first_point = points.front();
+  std::sort(points.begin() + 1, points.end());
+  const double point = points.size() > 1 ? points[1 + (points.size() - 1) / 2] : first_point;
 
   double coverage = 0, recall = 0, error = 0;
   for (const HeadMetrics& h : result.heads) {
@@ -78,7 +92,8 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
                            {"budget", budget}, {"layer", layer}, {"block_pos", block.first_query},
                            {"coverage", coverage}, {"recall", recall}, {"output_error", error},
                            {"first_inspection_ms", first * 1e3}, {"inspection_ms", again[again.size() / 2] * 1e3},
-                           {"query_stats_ms", stats_seconds * 1e3}, {"query_stats_queries", stats.cosine.size()}};
+                           {"query_stats_ms", stats_seconds * 1e3}, {"query_stats_queries", stats.cosine.size()},
+                           {"first_curve_point_ms", first_point * 1e3}, {"curve_point_ms", point * 1e3}};
   for (const vk::StageTime& t : result.method_times) report["timings_ms"][t.stage] = t.milliseconds;
   for (const vk::StageTime& t : result.dense_times) report["timings_ms"][t.stage] = t.milliseconds;
   if (args.flag("json")) {
@@ -89,6 +104,8 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
     std::printf("coverage %.4f  recall %.4f  output error %.4f (means over heads)\n", coverage, recall, error);
     std::printf("wall clock: first inspection %.1f ms, then %.2f ms (median of %u); query statistics of %zu queries %.1f ms\n",
                 first * 1e3, again[again.size() / 2] * 1e3, repeat, stats.cosine.size(), stats_seconds * 1e3);
+    std::printf("recall-curve points (%zu blocks): first %.1f ms, then %.2f ms (median)\n", curve_blocks.size(),
+                first_point * 1e3, point * 1e3);
   }
   return exit_code(global, device, 0);
 }

@@ -17,16 +17,28 @@ Inspector::Inspector(const vk::Device& device, const Capture& capture, int layer
       metrics_(device, layer_.shape),
       oracle_(make_method(device, gpu_, "oracle", {}, mode, max_block_queries(mode, chunk))) {}
 
-Inspection Inspector::inspect(const Block& block, const std::string& method, const MethodOptions& options,
-                              uint32_t budget) {
-  const AttentionShape& s = layer_.shape;
-  const uint32_t max_queries = max_block_queries(mode_, chunk_);
-  const std::string key = method + "/" + std::to_string(options.page_size) + "/" + std::to_string(options.group_size) +
+Inspector::CurveBlock::CurveBlock(const vk::Device& device, const CaptureLayer& layer, uint32_t max_queries)
+    : queries(device, layer, max_queries),
+      dense(device, layer.shape, layer.dtype, Attention::Keys::dense, max_queries) {}
+
+Method& Inspector::method(const std::string& name, const MethodOptions& options) {
+  const std::string key = name + "/" + std::to_string(options.page_size) + "/" + std::to_string(options.group_size) +
                           "/" + std::to_string(options.n_q) + "/" + std::to_string(options.quoka_max) + "/" +
                           std::to_string(int(options.gqa_agg)) + "/" + std::to_string(options.n_sink);
   std::unique_ptr<Method>& built = methods_[key];
-  if (!built) built = make_method(device_, gpu_, method, options, mode_, max_queries);
-  Method& chosen = *built;
+  if (!built) built = make_method(device_, gpu_, name, options, mode_, max_block_queries(mode_, chunk_));
+  return *built;
+}
+
+vk::Buffer& Inspector::scratch(vk::Buffer& buffer, size_t bytes) {
+  if (buffer.bytes() < bytes) buffer = vk::Buffer(device_, bytes);
+  return buffer;
+}
+
+Inspection Inspector::inspect(const Block& block, const std::string& method_name, const MethodOptions& options,
+                              uint32_t budget) {
+  const AttentionShape& s = layer_.shape;
+  Method& chosen = method(method_name, options);
   Inspection r;
   r.block = block;
   r.budget = budget;
@@ -35,7 +47,8 @@ Inspection Inspector::inspect(const Block& block, const std::string& method, con
   r.width = chosen.list_width(budget);
   r.oracle_granularity = oracle_->granularity();
   r.oracle_rows = rows_of(s, r.oracle_granularity);
-  vk::Buffer selection(device_, size_t(r.rows) * r.width * 4), oracle(device_, size_t(r.oracle_rows) * budget * 4);
+  vk::Buffer& selection = scratch(selection_, size_t(r.rows) * r.width * 4);
+  vk::Buffer& oracle = scratch(oracle_list_, size_t(r.oracle_rows) * budget * 4);
   NeedleSpan needle;
   if (auto span = capture_.needle_span()) needle = {span->first, span->second};
 
@@ -84,6 +97,61 @@ Inspection Inspector::inspect(const Block& block, const std::string& method, con
     r.method_scores = r.score_layout.buffer->download_values<float>(size_t(r.score_layout.rows) * r.score_layout.stride);
   r.score_layout.buffer = nullptr;
   return r;
+}
+
+std::vector<Block> Inspector::curve_blocks() const {
+  return blocks_with_candidates(mode_, layer_.shape.tokens, 4, chunk_, mode_ == Mode::prefill ? 2 : 0);
+}
+
+MetricTriple Inspector::curve_point(const std::vector<Block>& blocks, const std::string& method_name,
+                                    const MethodOptions& options, uint32_t budget) {
+  const AttentionShape& s = layer_.shape;
+  bool same_blocks = curve_blocks_.size() == blocks.size();
+  for (size_t i = 0; same_blocks && i < blocks.size(); ++i)
+    same_blocks = curve_blocks_[i]->block.first_query == blocks[i].first_query;
+  if (!same_blocks) {
+    curve_blocks_.clear();
+    for (const Block& block : blocks) {
+      auto built = std::make_unique<CurveBlock>(device_, layer_, max_block_queries(mode_, chunk_));
+      built->block = block;
+      built->queries.upload(block);
+      vk::Pass pass(device_);
+      built->dense.record(pass, gpu_, {&built->queries.buffer(), block.n_queries, block.first_query}, "dense");
+      pass.run();
+      curve_blocks_.push_back(std::move(built));
+    }
+  }
+  Method& chosen = method(method_name, options);
+  const uint32_t width = chosen.list_width(budget), per_row = heads_per_row(s, chosen.granularity());
+  vk::Buffer& selection = scratch(selection_, size_t(rows_of(s, chosen.granularity())) * width * 4);
+  vk::Buffer& oracle = scratch(oracle_list_, size_t(rows_of(s, oracle_->granularity())) * budget * 4);
+  NeedleSpan needle;
+  if (auto span = capture_.needle_span()) needle = {span->first, span->second};
+  MetricTriple mean;
+  for (const std::unique_ptr<CurveBlock>& cb : curve_blocks_) {
+    const Block& block = cb->block;
+    const BlockInputs inputs{&cb->queries.buffer(), &cb->dense.log_sum_exp_buffer()};
+    vk::Pass pass(device_);
+    oracle_->record(pass, block, inputs, budget, oracle);
+    chosen.record(pass, block, inputs, budget, selection);
+    sparse_.record(pass, gpu_, sparse_request(cb->queries.buffer(), block, selection, per_row, width),
+                   "sparse_attention");
+    metrics_.record(pass, block.n_queries, cb->dense, sparse_, selection, width, per_row, oracle, budget,
+                    heads_per_row(s, oracle_->granularity()), needle, block.candidates());
+    pass.run();
+    const double share = 1.0 / (double(s.heads) * curve_blocks_.size());
+    for (const HeadMetrics& h : metrics_.read()) {
+      mean.coverage += h.coverage * share;
+      mean.recall += h.recall * share;
+      mean.output_error += h.output_error * share;
+    }
+  }
+  return mean;
+}
+
+QueryStats Inspector::query_stats(uint32_t head, const Block& block, uint32_t n_q) {
+  if (!query_statistics_) query_statistics_ = std::make_unique<QueryStatistics>(device_, layer_, gpu_);
+  return query_statistics_->compute(head, block, chunk_, n_q);
 }
 
 }  // namespace kv

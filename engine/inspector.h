@@ -7,7 +7,9 @@
 #include "attention.h"
 #include "block_step.h"
 #include "capture.h"
+#include "evaluator.h"
 #include "method.h"
+#include "query_stats.h"
 #include "selection_metrics.h"
 
 namespace kv {
@@ -40,12 +42,33 @@ class Inspector {
  public:
   Inspector(const vk::Device& device, const Capture& capture, int layer, Mode mode, uint32_t chunk);
   Inspection inspect(const Block& block, const std::string& method, const MethodOptions& options, uint32_t budget);
+  // The blocks the viewer's curves average over: the last 4 probes or 2 chunks.
+  std::vector<Block> curve_blocks() const;
+  // One point of a recall-vs-budget curve: metric means over `blocks` and heads.
+  // One point costs one submission per block (dense attention of each block is
+  // kept between calls), so the viewer can spread a sweep over frames.
+  MetricTriple curve_point(const std::vector<Block>& blocks, const std::string& method, const MethodOptions& options,
+                           uint32_t budget);
+  // The cosine panel's statistics of one head's chunk, on the GPU.
+  QueryStats query_stats(uint32_t head, const Block& block, uint32_t n_q);
 
   const CaptureLayer& layer() const { return layer_; }
   Mode mode() const { return mode_; }
   uint32_t chunk() const { return chunk_; }
 
  private:
+  Method& method(const std::string& name, const MethodOptions& options);
+  // Grows to the largest request; selections and oracle lists are rewritten per call.
+  vk::Buffer& scratch(vk::Buffer& buffer, size_t bytes);
+
+  // A block of the curves with its queries and dense attention on the device.
+  struct CurveBlock {
+    CurveBlock(const vk::Device& device, const CaptureLayer& layer, uint32_t max_queries);
+    Block block;
+    BlockQueries queries;
+    Attention dense;
+  };
+
   const vk::Device& device_;
   const Capture& capture_;
   const CaptureLayer& layer_;
@@ -57,6 +80,9 @@ class Inspector {
   Attention sparse_;
   SelectionMetrics metrics_;
   std::unique_ptr<Method> oracle_;
+  vk::Buffer selection_, oracle_list_;
+  std::vector<std::unique_ptr<CurveBlock>> curve_blocks_;
+  std::unique_ptr<QueryStatistics> query_statistics_;
   // Methods built so far, by name and parameters: pipelines and per-cache metadata
   // are built once per choice, so switching back is immediate.
   std::map<std::string, std::unique_ptr<Method>> methods_;

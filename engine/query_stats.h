@@ -3,7 +3,9 @@
 #include <vector>
 
 #include "capture.h"
+#include "gpu_layer.h"
 #include "method.h"
+#include "vk/kernel.h"
 
 namespace kv {
 
@@ -16,9 +18,30 @@ struct QueryStats {
   std::vector<bool> kept;
 };
 
-// The chunk's queries of one head, on the CPU: O(chunk x T x d). In prefill the
-// chunk is the block; in decode, the `chunk` queries that end at the probe.
-QueryStats chunk_query_stats(const Capture& capture, int layer, uint32_t head, const Block& block, uint32_t chunk,
-                             uint32_t n_q);
+// The queries the statistics describe: in prefill the block's chunk; in decode,
+// the `chunk` queries that end at the probe. Positions [first, last).
+struct QueryRange {
+  uint32_t first = 0, last = 0;
+};
+QueryRange query_stats_range(const Block& block, uint32_t chunk);
+
+// QuoKA's kept queries: the n_q least similar to the mean (ties toward the
+// lower position); all of them when the chunk has at most n_q.
+std::vector<bool> kept_queries(const std::vector<float>& cosine, uint32_t n_q);
+
+// Owner of query_stats.comp: the statistics of one head's chunk on the GPU
+// (one workgroup per query; a scratch row of probabilities per query).
+class QueryStatistics {
+ public:
+  QueryStatistics(const vk::Device& device, const CaptureLayer& layer, const GpuLayer& gpu);
+  QueryStats compute(uint32_t head, const Block& block, uint32_t chunk, uint32_t n_q);
+
+ private:
+  const vk::Device& device_;
+  const CaptureLayer& layer_;
+  const GpuLayer& gpu_;
+  vk::Kernel kernel_;
+  vk::Buffer queries_, probabilities_, cosines_, counts_;
+};
 
 }  // namespace kv

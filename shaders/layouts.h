@@ -180,6 +180,19 @@ KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
   uint n_candidates;
 KV_PUSH_STRUCT(MetricsPush, METRICS_FIELDS)
 
+// query_stats.comp: one workgroup per query of a chunk, one head (the viewer's
+// cosine panel). Query i sits at position first_position + i and attends to
+// keys [0, first_position + i].
+#define QUERY_STATS_FIELDS \
+  uint n_queries;      \
+  uint n_tokens;       /* T: tokens stored per KV head in k */ \
+  uint kv_head;        \
+  uint first_position; \
+  uint row_stride;     /* probabilities per query in the scratch buffer */ \
+  float scale_log2;    \
+  float mass;          /* the fraction of attention mass to reach, 0.9 */
+KV_PUSH_STRUCT(QueryStatsPush, QUERY_STATS_FIELDS)
+
 // stream_read.comp: reads n_vectors uvec4s.
 #define STREAM_READ_FIELDS \
   uint n_vectors;

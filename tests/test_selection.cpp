@@ -6,6 +6,7 @@
 #include <random>
 
 #include "evaluator.h"
+#include "random_capture.h"
 #include "temp_files.h"
 #include "methods/fier_keys.h"
 #include "methods/quest_pages.h"
@@ -17,24 +18,8 @@ namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
+using test::random_capture;
 using test::temp_path;
-
-// A one-layer capture of fresh Gaussian values.
-fs::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {
-  std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal(0.0f, 1.5f);
-  std::vector<float> q(size_t(s.heads) * s.tokens * s.dim), k(size_t(s.kv_heads) * s.tokens * s.dim), v(k.size());
-  for (auto* t : {&q, &k, &v})
-    for (float& x : *t) x = normal(rng);
-  std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v);
-  CaptureData data;
-  data.model = "random";
-  data.source = "test";
-  data.layers.push_back({0, s, dtype, qb, kb, vb});
-  fs::path path = temp_path(name + ".safetensors");
-  write_capture(path, data);
-  return path;
-}
 
 struct MethodCase {
   std::string method;

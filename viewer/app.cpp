@@ -98,7 +98,6 @@ App::App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::
 void App::open_capture(const std::string& path) {
   try {
     auto capture = std::make_unique<Capture>(path);
-    if (pending_stats_.valid()) pending_stats_.wait();  // the worker reads the old capture
     inspector_.reset();  // it refers to the old capture's layer
     capture_ = std::move(capture);
     capture_path_ = path;
@@ -149,40 +148,58 @@ void App::refresh() {
   dirty_ = false;
 }
 
+// The curves depend on the layer, regime and parameters only; a change queues
+// every (method, budget) point and each frame computes points for a few
+// milliseconds, so the lines fill in over the next frames without a stall.
 void App::refresh_curves() {
+  if (!inspector_) return;
   char key[256];
-  std::snprintf(key, sizeof key, "%d/%d/%u/%u/%u/%u/%d/%d", state_.layer, int(state_.mode), state_.chunk,
+  std::snprintf(key, sizeof key, "%d/%d/%u/%u/%u/%u/%d/%d/%u", state_.layer, int(state_.mode), state_.chunk,
                 state_.options.page_size, state_.options.group_size, state_.options.n_q, int(state_.options.quoka_max),
-                int(state_.options.gqa_agg));
-  if (curves_key_ == key) return;
-  curves_key_ = key;
-  EvalConfig config;
-  config.mode = state_.mode;
-  config.probes = 4;
-  config.chunk = state_.chunk;
-  config.last_chunks = 2;
-  config.options = state_.options;
-  config.methods = {"dense", "oracle", "quoka", "quest", "fier", "streaming"};
-  for (uint32_t b = 16; b <= std::min<uint32_t>(4096, capture().tokens()); b *= 2) config.budgets.push_back(b);
-  if (config.budgets.size() < 2) config.budgets = {1, 2};
-  curves_ = evaluate_layer(device_, capture(), capture().layer(state_.layer), config);
+                int(state_.options.gqa_agg), state_.options.n_sink);
+  if (curves_key_ != key) {
+    curves_key_ = key;
+    curves_.clear();
+    curve_todo_.clear();
+    std::vector<uint32_t> budgets;
+    for (uint32_t b = 16; b <= std::min<uint32_t>(4096, capture().tokens()); b *= 2) budgets.push_back(b);
+    if (budgets.size() < 2) budgets = {1, 2};
+    for (uint32_t b : budgets) {
+      EvalRow dense;
+      dense.method = "dense";
+      dense.budget = b;
+      dense.mean = {1.0, 1.0, 0.0};
+      curves_.push_back(dense);
+    }
+    for (const char* m : {"oracle", "quoka", "quest", "fier", "streaming"})
+      for (uint32_t b : budgets) curve_todo_.push_back({m, b});
+    curve_points_ = curve_todo_.size();
+  }
+  const std::vector<Block> blocks = inspector_->curve_blocks();
+  const auto start = std::chrono::steady_clock::now();
+  while (!curve_todo_.empty()) {
+    EvalRow row;
+    row.method = curve_todo_.front().first;
+    row.budget = curve_todo_.front().second;
+    curve_todo_.pop_front();
+    row.mean = inspector_->curve_point(blocks, row.method, state_.options, row.budget);
+    curves_.push_back(row);
+    if (!state_.complete_before_drawing && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(12))
+      break;
+  }
 }
 
+// On the GPU: a few milliseconds at 32k, so it runs in the frame of the change.
 void App::refresh_query_stats() {
-  if (pending_stats_.valid() &&
-      (state_.wait_for_stats || pending_stats_.wait_for(std::chrono::seconds(0)) == std::future_status::ready))
-    stats_ = pending_stats_.get();
+  if (!inspector_) return;
   const Block block = current_block();
   const uint32_t head = uint32_t(std::max(state_.head, 0));
   char key[128];
   std::snprintf(key, sizeof key, "%d/%d/%u/%u/%u/%u", state_.layer, int(block.mode), block.first_query, state_.chunk,
                 head, state_.options.n_q);
-  if (stats_key_ == key || pending_stats_.valid()) return;  // current, or one computation at a time
+  if (stats_key_ == key) return;
   stats_key_ = key;
-  // The capture outlives the worker: open_capture() waits for it before replacing the capture.
-  pending_stats_ = std::async(std::launch::async, chunk_query_stats, std::cref(capture()), state_.layer, head, block,
-                              state_.chunk, state_.options.n_q);
-  if (state_.wait_for_stats) stats_ = pending_stats_.get();
+  stats_ = inspector_->query_stats(head, block, state_.options.n_q);
 }
 
 void App::frame() {
@@ -192,7 +209,7 @@ void App::frame() {
     refresh_query_stats();
   } catch (const std::exception& e) {
     error_ = e.what();
-    curves_key_ = "failed";  // do not retry every frame
+    curve_todo_.clear();  // the keys stay, so a failed computation is not retried every frame
   }
   controls_panel();
   map_panel();
@@ -462,6 +479,10 @@ void App::recall_panel() {
   place(kControlsWidth, y, w, display.y - y);
   ImGui::Begin("Recall against dense attention", nullptr, kPanelFlags);
   ImGui::TextDisabled("last %s, every method; dense and oracle as references", state_.mode == Mode::decode ? "4 probes" : "2 chunks");
+  if (!curve_todo_.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(%zu of %zu points)", curve_points_ - curve_todo_.size(), curve_points_);
+  }
   const float chart_height = (ImGui::GetContentRegionAvail().y - 130) / 2;
   const ImVec2 size(ImGui::GetContentRegionAvail().x, std::max(60.0f, chart_height));
   budget_chart("coverage of dense attention mass", curves_, &MetricTriple::coverage, size);
@@ -488,7 +509,7 @@ void App::cosine_panel() {
   place(kControlsWidth + w, y, w, display.y - y);
   ImGui::Begin("Query cosine distribution", nullptr, kPanelFlags);
   ImGui::TextDisabled("head %d, the chunk's queries: cosine to the chunk's mean query%s", std::max(state_.head, 0),
-                      pending_stats_.valid() ? " (updating)" : "");
+                      "");
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImU32 kept_color = IM_COL32(80, 200, 255, 255), other_color = IM_COL32(110, 110, 130, 255);
   const auto& s = stats_;

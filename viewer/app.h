@@ -1,6 +1,5 @@
 #pragma once
 #include <deque>
-#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +22,7 @@ struct ViewState {
   int head = -1;  // -1 = all heads
   uint32_t chunk = 128;
   bool live = true;  // re-run every frame (the latency history shows jitter)
-  bool wait_for_stats = false;  // screenshots: draw the cosine panel only once its statistics are in
+  bool complete_before_drawing = false;  // screenshots: every curve point before the first frame
 };
 
 // The viewer's UI state and a snapshot of engine results; it draws with ImGui
@@ -58,9 +57,10 @@ class App {
   std::string curves_key_, stats_key_;
   std::unique_ptr<Inspector> inspector_;
   Inspection current_;
-  std::vector<EvalRow> curves_;
+  std::vector<EvalRow> curves_;  // method, budget and mean only
+  std::deque<std::pair<std::string, uint32_t>> curve_todo_;  // (method, budget) points still to compute
+  size_t curve_points_ = 0;
   QueryStats stats_;
-  std::future<QueryStats> pending_stats_;  // computed on a worker: O(chunk x T x d) on the CPU
   std::deque<float> method_history_, dense_history_;
   double view_first_ = 0, view_last_ = 0;  // visible keys of the map
   std::string error_;

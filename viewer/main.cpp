@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       else throw kv::InputError("more than one capture given");
     }
     if (capture_path.empty()) throw kv::InputError("no capture given (see --help)");
-    state.wait_for_stats = !screenshot.empty();
+    state.complete_before_drawing = !screenshot.empty();
     if (state.budget < 1 || state.chunk < 1 || width < 320 || height < 240)
       throw kv::InputError("--budget, --chunk, --width and --height must be positive (window at least 320x240)");
     bool known = false;

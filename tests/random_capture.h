@@ -1,0 +1,28 @@
+#pragma once
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "capture.h"
+#include "temp_files.h"
+
+namespace kv::test {
+
+// A one-layer capture of fresh Gaussian values.
+inline std::filesystem::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  std::vector<float> q(size_t(s.heads) * s.tokens * s.dim), k(size_t(s.kv_heads) * s.tokens * s.dim), v(k.size());
+  for (auto* t : {&q, &k, &v})
+    for (float& x : *t) x = normal(rng);
+  std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v);
+  CaptureData data;
+  data.model = "random";
+  data.source = "test";
+  data.layers.push_back({0, s, dtype, qb, kb, vb});
+  std::filesystem::path path = temp_path(name + ".safetensors");
+  write_capture(path, data);
+  return path;
+}
+
+}  // namespace kv::test
