@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,7 @@ namespace kv::cli {
 const char* const kBenchHelp =
     "usage: kvscope bench [--lengths 8192,32768,131072] [--heads 32] [--kv-heads 8] [--dim 128]\n"
     "                     [--dtype F16|BF16] [--budget 2048] [--prefill-budget 1024] [--chunk 128]\n"
-    "                     [--repeat 50] [method options] [--json OUT]\n\n"
+    "                     [--repeat 50] [--steps dense-decode,quest-decode,...] [method options] [--json OUT]\n\n"
     "Times, on random inputs of each length, dense decode (one query per head), a dense\n"
     "prefill chunk, quest, fier and quoka decode at --budget, and quoka and quest\n"
     "prefill chunks at --prefill-budget: every stage's median GPU time (after warm-up;\n"
@@ -24,7 +25,7 @@ const char* const kBenchHelp =
 
 int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values = kMethodValueOptions;
-  values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json"});
+  values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json", "steps"});
   Args args("bench", argv, values, {});
   if (!args.positional().empty()) throw InputError("bench: unexpected argument '" + args.positional()[0] + "'");
   BenchConfig config;
@@ -37,6 +38,20 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   config.chunk = args.count("chunk", config.chunk, 1, 4096);
   config.repeat = args.count("repeat", config.repeat, 1, 100000);
   config.options = parse_method_options(args);
+  if (args.has("steps")) {
+    const std::vector<std::string> known = bench_step_names();
+    std::string list = args.text("steps", "");
+    for (size_t start = 0; start <= list.size();) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      std::string name = list.substr(start, comma - start);
+      std::replace(name.begin(), name.end(), '-', ' ');
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        throw InputError("bench: unknown step '" + list.substr(start, comma - start) + "' (dense-decode, dense-prefill, "
+                         "quest-decode, fier-decode, quoka-decode, quoka-prefill, quest-prefill)");
+      config.steps.push_back(name);
+      start = comma + 1;
+    }
+  }
   const std::string dtype = args.text("dtype", "F16");
   if (dtype == "F16") config.dtype = DType::f16;
   else if (dtype == "BF16") config.dtype = DType::bf16;

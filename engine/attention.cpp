@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attention_decode_partial.spv.h"
 #include "attention_merge.spv.h"
 #include "attention_partial.spv.h"
 #include "element_type.h"
 #include "error.h"
-#include "sparse_attention_decode_partial.spv.h"
 #include "sparse_attention_partial.spv.h"
 
 namespace kv {
@@ -25,14 +23,6 @@ constexpr uint32_t kTargetWorkgroups = 1024;
 constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
 
 uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
-
-// attention_decode.glsl: query heads per workgroup (at most) and key slots scored per pass.
-constexpr uint32_t kDecodeHeads = 4;
-constexpr uint32_t kDecodePassKeys = 512;
-
-uint32_t decode_shared_bytes(uint32_t heads, uint32_t dim) {
-  return 4 * (heads * dim + heads * kDecodePassKeys + kDecodePassKeys + heads * 128 + 512 * heads);
-}
 
 uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim) {
   return 4 * (rows * dim + key_tile * (dim + 1) + rows * key_tile + 5 * rows + key_tile);
@@ -70,19 +60,6 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
                    : vk::Kernel(device, "sparse_attention_partial", sparse_attention_partial_spirv,
                                 {6, sizeof(AttentionPartialPush)}, specialization);
       }()),
-      decode_heads_(decode_shared_bytes(std::min(kDecodeHeads, shape.group()), shape.dim) <=
-                            device.limits().maxComputeSharedMemorySize
-                        ? std::min(kDecodeHeads, shape.group())
-                        : 0),
-      decode_partial_([&]() -> std::optional<vk::Kernel> {
-        const uint32_t specialization[] = {shape.dim, element_type(dtype), decode_heads_, kDecodePassKeys};
-        if (decode_heads_ == 0) return std::nullopt;
-        return keys == Keys::dense ? vk::Kernel(device, "attention_decode_partial", attention_decode_partial_spirv,
-                                                {5, sizeof(AttentionPartialPush)}, specialization)
-                                   : vk::Kernel(device, "sparse_attention_decode_partial",
-                                                sparse_attention_decode_partial_spirv, {6, sizeof(AttentionPartialPush)},
-                                                specialization);
-      }()),
       merge_([&] {
         const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
         return vk::Kernel(device, "attention_merge", attention_merge_spirv, {4, sizeof(AttentionMergePush)}, specialization);
@@ -92,13 +69,8 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
       output_(device, size_t(shape.heads) * max_queries_ * shape.dim * sizeof(float)),
       log_sum_exp_(device, size_t(shape.heads) * max_queries_ * sizeof(float)) {}
 
-bool Attention::uses_decode_kernel(const AttentionRequest& request) const {
-  return request.n_queries == 1 && decode_heads_ > 0;
-}
-
 AttentionTiling Attention::tiling(const AttentionRequest& request) const {
   AttentionTiling t = base_;
-  if (uses_decode_kernel(request)) t.rows = decode_heads_;
   const uint32_t heads_per_list = keys_ == Keys::dense ? shape_.group() : request.heads_per_list;
   const uint32_t slots = keys_ == Keys::dense ? request.first_position + request.n_queries
                                               : request.list_length + request.own_count;
@@ -148,12 +120,11 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   push.own_first = request.own_first;
   push.own_count = request.own_count;
   const uint32_t lists = shape_.heads / push.heads_per_list;
-  const vk::Kernel& partial = uses_decode_kernel(request) ? *decode_partial_ : partial_;
   if (sparse)
-    pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
+    pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
                   push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   else
-    pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
+    pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
                   t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
   pass.dispatch(merge_, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,

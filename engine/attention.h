@@ -1,6 +1,5 @@
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,8 +58,6 @@ class Attention {
   void poison();
 
   AttentionTiling tiling(const AttentionRequest& request) const;
-  // Whether a request runs on the decode kernel (one query per head).
-  bool uses_decode_kernel(const AttentionRequest& request) const;
   const vk::Buffer& output_buffer() const { return output_; }
   const vk::Buffer& log_sum_exp_buffer() const { return log_sum_exp_; }
   std::vector<float> output(uint32_t n_queries) const;
@@ -73,9 +70,6 @@ class Attention {
   uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   AttentionTiling base_;
   vk::Kernel partial_;
-  // One query per head (decode) has its own kernel where shared memory allows it.
-  uint32_t decode_heads_ = 0;  // query heads per decode workgroup; 0 = no decode kernel
-  std::optional<vk::Kernel> decode_partial_;
   vk::Kernel merge_;
   vk::Buffer partial_output_;
   vk::Buffer partial_stats_;

@@ -75,6 +75,10 @@ struct ByteModel {
 
 }  // namespace
 
+std::vector<std::string> bench_step_names() {
+  return {"dense decode", "dense prefill", "quest decode", "fier decode", "quoka decode", "quoka prefill", "quest prefill"};
+}
+
 BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
                       const std::function<void(const std::string&)>& progress) {
   if (c.heads == 0 || c.kv_heads == 0 || c.heads % c.kv_heads) throw InputError("bench: --heads must be a multiple of --kv-heads");
@@ -108,6 +112,9 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
     for (const char* m : {"quest", "fier", "quoka"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
+    std::erase_if(steps, [&](const Step& s) {
+      return !c.steps.empty() && std::find(c.steps.begin(), c.steps.end(), s.name) == c.steps.end();
+    });
 
     for (const Step& step : steps) {
       if (progress) progress("length " + std::to_string(length) + ": " + step.name);

@@ -18,7 +18,11 @@ struct BenchConfig {
   uint32_t chunk = 128;
   uint32_t repeat = 50;
   MethodOptions options;
+  std::vector<std::string> steps;  // names as in BenchRow::step; empty = all
 };
+
+// Every step bench can time, in the order it times them.
+std::vector<std::string> bench_step_names();
 
 // One stage of one step at one length: median GPU time, the bytes the stage
 // must move at least, and what that makes of the device's read bandwidth.

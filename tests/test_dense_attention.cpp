@@ -94,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{6, 2, 1500, 256, DType::f32, false, 1, 1234}, // r = 3, d = 256
         DenseCase{4, 2, 600, 96, DType::f16, false, 1, 599},    // d = 96: 12 row pieces, not a divisor of 128
         DenseCase{4, 4, 300, 512, DType::bf16, false, 1, 299},  // d = 512
-        DenseCase{2, 1, 140000, 8, DType::f16, false, 1, 139999},  // splits of several 512-key passes
+        DenseCase{2, 1, 140000, 8, DType::f16, false, 1, 139999},  // 256 splits of 576 keys
         // prefill chunks
         DenseCase{8, 2, 130, 64, DType::f16, true, 130, 0},   // one chunk holding everything
         DenseCase{4, 4, 700, 128, DType::f16, true, 100, 600},
