@@ -67,7 +67,7 @@ struct ByteModel {
     if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
     if (stage == "page_scores") return G * (n / page_size) * 2 * d * 4;
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
-    if (stage == "key_scores") return G * n * kv_row;
+    if (stage == "key_scores" || stage == "key_sums") return G * n * kv_row;
     if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 4 digit passes and a compaction
     return 0;
   }
@@ -76,7 +76,8 @@ struct ByteModel {
 }  // namespace
 
 std::vector<std::string> bench_step_names() {
-  return {"dense decode", "dense prefill", "quest decode", "fier decode", "quoka decode", "quoka prefill", "quest prefill"};
+  return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
+          "quoka decode",  "keydiff decode", "quoka prefill", "quest prefill"};
 }
 
 BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
@@ -110,7 +111,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       uint32_t budget;
     };
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quest", "fier", "quoka", "keydiff"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
     std::erase_if(steps, [&](const Step& s) {
       return !c.steps.empty() && std::find(c.steps.begin(), c.steps.end(), s.name) == c.steps.end();

@@ -165,6 +165,18 @@ KV_PUSH_STRUCT(FierScoresPush, FIER_SCORES_FIELDS)
   uint n_sink;
 KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
 
+// keydiff_key_sums.comp: per (KV head, split of KEYDIFF_SPLIT candidates), the
+// sum of the unit-normalised keys; keydiff_anchor.comp adds the splits up into
+// the anchor [G, d]; keydiff_scores.comp scores -cos(k_j, anchor).
+#define KEYDIFF_SPLIT 256u
+#define KEYDIFF_FIELDS \
+  uint n_kv_heads;   \
+  uint n_tokens;     \
+  uint n_candidates; \
+  uint n_splits;     \
+  uint row_stride;
+KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
+
 // selection_metrics.comp: per query head, coverage and output error (means over
 // the block's queries), recall of the selection against the oracle's, and the
 // fraction of the needle's candidate tokens selected (-1 when it has none).

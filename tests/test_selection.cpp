@@ -10,6 +10,7 @@
 #include "temp_files.h"
 #include "methods/fier_keys.h"
 #include "methods/quest_pages.h"
+#include "methods/registry.h"
 #include "reference/selection.h"
 #include "synth.h"
 #include "test_device.h"
@@ -97,7 +98,7 @@ const AttentionShape kGqa128{8, 4, 330, 128};
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
   for (Mode mode : {Mode::decode, Mode::prefill}) {
-    for (const std::string& method : {"oracle", "quoka", "quest", "fier", "streaming"}) {
+    for (const std::string& method : method_names()) {
       cases.push_back({method, mode, kGqa, DType::f16, 64, ""});
       cases.push_back({method, mode, kMha, DType::f16, 40, ""});
       cases.push_back({method, mode, kGqa128, DType::bf16, 100, ""});
@@ -133,7 +134,8 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
   config.mode = mode;
   config.probes = 3;
   config.chunk = 64;
-  config.methods = {"dense", "oracle", "quoka", "quest", "fier", "streaming"};
+  config.methods = {"dense"};
+  for (const std::string& m : method_names()) config.methods.push_back(m);
   config.budgets = {16, 48, 150};
   std::vector<EvalRow> rows = evaluate_layer(test::device(), capture, layer, config);
   ASSERT_EQ(rows.size(), config.methods.size() * config.budgets.size());

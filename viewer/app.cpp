@@ -17,9 +17,9 @@ namespace {
 constexpr float kControlsWidth = 360;
 constexpr float kMapShare = 0.47f;
 
-const char* const kMethods[] = {"oracle", "quoka", "quest", "fier", "streaming"};
+const char* const kMethods[] = {"oracle", "quoka", "quest", "fier", "streaming", "keydiff"};
 const ImU32 kMethodColors[] = {IM_COL32(240, 240, 240, 255), IM_COL32(80, 200, 255, 255), IM_COL32(255, 170, 60, 255),
-                               IM_COL32(190, 120, 255, 255), IM_COL32(150, 150, 150, 255)};
+                               IM_COL32(190, 120, 255, 255), IM_COL32(150, 150, 150, 255), IM_COL32(255, 110, 170, 255)};
 const ImU32 kHit = IM_COL32(60, 220, 90, 255);      // selected and in the oracle's set
 const ImU32 kMiss = IM_COL32(240, 60, 60, 255);     // in the oracle's set, not selected
 const ImU32 kWasted = IM_COL32(250, 200, 40, 255);  // selected, not in the oracle's set
@@ -171,7 +171,7 @@ void App::refresh_curves() {
       dense.mean = {1.0, 1.0, 0.0};
       curves_.push_back(dense);
     }
-    for (const char* m : {"oracle", "quoka", "quest", "fier", "streaming"})
+    for (const char* m : kMethods)
       for (uint32_t b : budgets) curve_todo_.push_back({m, b});
     curve_points_ = curve_todo_.size();
   }

@@ -260,6 +260,26 @@ Selection streaming(const HostLayer& l, const MethodOptions& o, const Block& blo
   return Selection(l.shape.kv_heads, tokens);
 }
 
+Selection keydiff(const HostLayer& l, const Block& block, uint32_t budget) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
+  Selection s;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
+    Vector anchor(d, 0.0), norms(n);
+    for (uint32_t j = 0; j < n; ++j) {
+      const Vector k = widen(row(l.k, g, T, j, d), d);
+      norms[j] = norm(k);
+      if (norms[j] > 0)
+        for (uint32_t c = 0; c < d; ++c) anchor[c] += k[c] / norms[j] / n;
+    }
+    const double anchor_norm = norm(anchor);
+    Vector scores(n, 0.0);
+    for (uint32_t j = 0; j < n; ++j)
+      if (norms[j] > 0 && anchor_norm > 0) scores[j] = -dot(anchor, row(l.k, g, T, j, d)) / (norms[j] * anchor_norm);
+    s.push_back(top_k(scores, budget));
+  }
+  return s;
+}
+
 }  // namespace
 
 HostLayer host_layer(const Capture& capture, const CaptureLayer& layer) {
@@ -281,6 +301,7 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "quest") return quest(layer, options, block, budget);
   if (method == "fier") return fier(layer, options, block, budget);
   if (method == "streaming") return streaming(layer, options, block, budget);
+  if (method == "keydiff") return keydiff(layer, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }
 
