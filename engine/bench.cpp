@@ -77,7 +77,7 @@ struct ByteModel {
 
 std::vector<std::string> bench_step_names() {
   return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
-          "quoka decode",  "keydiff decode", "quoka prefill", "quest prefill"};
+          "quoka decode",  "keydiff decode", "tova decode", "quoka prefill", "quest prefill"};
 }
 
 BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
@@ -111,7 +111,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       uint32_t budget;
     };
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka", "keydiff"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
     std::erase_if(steps, [&](const Step& s) {
       return !c.steps.empty() && std::find(c.steps.begin(), c.steps.end(), s.name) == c.steps.end();

@@ -212,7 +212,7 @@ SelectionResult select_layer(const vk::Device& device, const Capture& capture, c
   for (const Block& block : blocks) {
     queries.upload(block);
     vk::Pass pass(device);
-    if (method_name == "oracle" && mode == Mode::prefill)  // the prefill oracle needs dense probabilities
+    if (method->needs_dense_lse())  // e.g. the prefill oracle and TOVA read dense probabilities
       dense.record(pass, gpu, {&queries.buffer(), block.n_queries, block.first_query}, "dense");
     method->record(pass, block, {&queries.buffer(), &dense.log_sum_exp_buffer()}, budget, list);
     pass.run();

@@ -70,6 +70,8 @@ class Method {
   virtual std::vector<vk::StageTime> build_times() const { return {}; }
   // The scores behind the last selection; none for methods that do not score.
   virtual ScoreView scores() const { return {}; }
+  // Whether record() reads inputs.dense_lse (dense attention must run first).
+  virtual bool needs_dense_lse() const { return false; }
   virtual void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
                       const vk::Buffer& indices) = 0;
 };

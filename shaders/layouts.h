@@ -177,6 +177,18 @@ KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
   uint row_stride;
 KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
 
+// tova_scores.comp: the mean over the layer's query heads of the last query's
+// dense probabilities p_{h,i,j}, written to every KV head's row.
+#define TOVA_FIELDS \
+  uint n_heads;      \
+  uint n_kv_heads;   \
+  uint n_tokens;     \
+  uint n_queries;    \
+  uint n_candidates; \
+  uint row_stride;   \
+  float scale;
+KV_PUSH_STRUCT(TovaPush, TOVA_FIELDS)
+
 // selection_metrics.comp: per query head, coverage and output error (means over
 // the block's queries), recall of the selection against the oracle's, and the
 // fraction of the needle's candidate tokens selected (-1 when it has none).

@@ -17,9 +17,10 @@ namespace {
 constexpr float kControlsWidth = 360;
 constexpr float kMapShare = 0.47f;
 
-const char* const kMethods[] = {"oracle", "quoka", "quest", "fier", "streaming", "keydiff"};
+const char* const kMethods[] = {"oracle", "quoka", "quest", "fier", "streaming", "keydiff", "tova"};
 const ImU32 kMethodColors[] = {IM_COL32(240, 240, 240, 255), IM_COL32(80, 200, 255, 255), IM_COL32(255, 170, 60, 255),
-                               IM_COL32(190, 120, 255, 255), IM_COL32(150, 150, 150, 255), IM_COL32(255, 110, 170, 255)};
+                               IM_COL32(190, 120, 255, 255), IM_COL32(150, 150, 150, 255), IM_COL32(255, 110, 170, 255),
+                               IM_COL32(120, 230, 160, 255)};
 const ImU32 kHit = IM_COL32(60, 220, 90, 255);      // selected and in the oracle's set
 const ImU32 kMiss = IM_COL32(240, 60, 60, 255);     // in the oracle's set, not selected
 const ImU32 kWasted = IM_COL32(250, 200, 40, 255);  // selected, not in the oracle's set

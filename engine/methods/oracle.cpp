@@ -26,6 +26,7 @@ class Oracle final : public Method {
   Granularity granularity() const override { return mode_ == Mode::decode ? Granularity::query_head : Granularity::kv_head; }
   ScoreView scores() const override { return {&scores_, rows(), layer_.shape.tokens, 1}; }
   nlohmann::json params() const override { return nlohmann::json::object(); }
+  bool needs_dense_lse() const override { return mode_ == Mode::prefill; }
 
   void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
               const vk::Buffer& indices) override {

@@ -260,6 +260,16 @@ Selection streaming(const HostLayer& l, const MethodOptions& o, const Block& blo
   return Selection(l.shape.kv_heads, tokens);
 }
 
+Selection tova(const HostLayer& l, const Block& block, uint32_t budget) {
+  const uint32_t n = block.candidates(), position = block.first_query + block.n_queries - 1;
+  Vector scores(n, 0.0);
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const Vector p = probabilities(l, h, position);
+    for (uint32_t j = 0; j < n; ++j) scores[j] += p[j] / l.shape.heads;
+  }
+  return Selection(l.shape.kv_heads, top_k(scores, budget));
+}
+
 Selection keydiff(const HostLayer& l, const Block& block, uint32_t budget) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
   Selection s;
@@ -302,6 +312,7 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "fier") return fier(layer, options, block, budget);
   if (method == "streaming") return streaming(layer, options, block, budget);
   if (method == "keydiff") return keydiff(layer, block, budget);
+  if (method == "tova") return tova(layer, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }
 
