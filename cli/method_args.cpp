@@ -10,6 +10,7 @@ MethodOptions parse_method_options(const Args& args) {
   o.group_size = args.count("group-size", o.group_size, 1, 65536);
   o.n_q = args.count("n-q", o.n_q, 1, 4096);
   o.n_sink = args.count("n-sink", o.n_sink, 0, 1u << 24);
+  o.sparq_r = args.count("sparq-r", o.sparq_r, 1, 4096);
   const std::string group = args.text("quoka-group", "mean");
   if (group != "mean" && group != "max") throw InputError("--quoka-group must be mean or max, not '" + group + "'");
   o.quoka_max = group == "max";

@@ -1,6 +1,7 @@
 #include "bench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -58,7 +59,7 @@ std::pair<double, double> measure_read_bandwidth(const vk::Device& device) {
 struct ByteModel {
   AttentionShape shape;
   size_t element;
-  uint32_t candidates, queries, budget, list_rows, page_size, group_size;
+  uint32_t candidates, queries, budget, list_rows, page_size, group_size, sparq_r;
   double operator()(const std::string& stage) const {
     const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
     const double kv_row = d * element;
@@ -68,6 +69,7 @@ struct ByteModel {
     if (stage == "page_scores") return G * (n / page_size) * 2 * d * 4;
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
     if (stage == "key_scores" || stage == "key_sums") return G * n * kv_row;
+    if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
     if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 4 digit passes and a compaction
     return 0;
   }
@@ -77,7 +79,7 @@ struct ByteModel {
 
 std::vector<std::string> bench_step_names() {
   return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
-          "quoka decode",  "keydiff decode", "tova decode", "quoka prefill", "quest prefill"};
+          "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "quoka prefill", "quest prefill"};
 }
 
 BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
@@ -111,7 +113,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       uint32_t budget;
     };
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
     std::erase_if(steps, [&](const Step& s) {
       return !c.steps.empty() && std::find(c.steps.begin(), c.steps.end(), s.name) == c.steps.end();
@@ -161,7 +163,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         totals.push_back(total);
       }
       const ByteModel bytes{shape, dtype_size(c.dtype), step.block.candidates(), step.block.n_queries, step.budget,
-                            list_rows, c.options.page_size, c.options.group_size};
+                            list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r};
       double total_bytes = 0;
       for (const std::string& stage : order) {
         result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});

@@ -22,9 +22,7 @@ Inspector::CurveBlock::CurveBlock(const vk::Device& device, const CaptureLayer& 
       dense(device, layer.shape, layer.dtype, Attention::Keys::dense, max_queries) {}
 
 Method& Inspector::method(const std::string& name, const MethodOptions& options) {
-  const std::string key = name + "/" + std::to_string(options.page_size) + "/" + std::to_string(options.group_size) +
-                          "/" + std::to_string(options.n_q) + "/" + std::to_string(options.quoka_max) + "/" +
-                          std::to_string(int(options.gqa_agg)) + "/" + std::to_string(options.n_sink);
+  const std::string key = name + "/" + options.key();
   std::unique_ptr<Method>& built = methods_[key];
   if (!built) built = make_method(device_, gpu_, name, options, mode_, max_block_queries(mode_, chunk_));
   return *built;

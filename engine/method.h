@@ -25,6 +25,14 @@ struct MethodOptions {
   bool quoka_max = false;    // quoka --quoka-group max
   HeadAggregate gqa_agg = HeadAggregate::head;  // quest, fier
   uint32_t n_sink = 4;       // streaming
+  uint32_t sparq_r = 32;     // sparq: query components kept
+
+  // Every field, as text: a cache key for built methods and computed curves.
+  std::string key() const {
+    return std::to_string(page_size) + "/" + std::to_string(group_size) + "/" + std::to_string(n_q) + "/" +
+           std::to_string(quoka_max) + "/" + std::to_string(int(gqa_agg)) + "/" + std::to_string(n_sink) + "/" +
+           std::to_string(sparq_r);
+  }
 };
 
 // One selection step: a decode probe at position t, or a prefill chunk.

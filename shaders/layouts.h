@@ -189,6 +189,17 @@ KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
   float scale;
 KV_PUSH_STRUCT(TovaPush, TOVA_FIELDS)
 
+// sparq_scores.comp: per query head, q . k_j over the r channels of the largest
+// |q_c| (ties toward the lower channel).
+#define SPARQ_FIELDS \
+  uint n_heads;      \
+  uint n_kv_heads;   \
+  uint n_tokens;     \
+  uint n_candidates; \
+  uint row_stride;   \
+  uint r;
+KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
+
 // selection_metrics.comp: per query head, coverage and output error (means over
 // the block's queries), recall of the selection against the oracle's, and the
 // fraction of the needle's candidate tokens selected (-1 when it has none).

@@ -28,7 +28,7 @@ struct MethodCase {
   AttentionShape shape;
   DType dtype;
   uint32_t budget;
-  std::string variant;  // "", "max", "mean": --gqa-agg for quest/fier, --quoka-group max for quoka
+  std::string variant;  // "", "max", "mean": --gqa-agg for quest/fier, --quoka-group max for quoka; sparq: "r5", "rall"
   uint32_t chunk = 48;
 };
 
@@ -38,6 +38,8 @@ MethodOptions options_of(const MethodCase& c) {
   if (c.method == "quoka") o.quoka_max = c.variant == "max";
   if (c.variant == "max" && c.method != "quoka") o.gqa_agg = HeadAggregate::max;
   if (c.variant == "mean") o.gqa_agg = HeadAggregate::mean;
+  if (c.variant == "r5") o.sparq_r = 5;         // fewer channels than one 16-byte piece holds
+  if (c.variant == "rall") o.sparq_r = 100000;  // every channel: the exact logits
   return o;
 }
 
@@ -110,6 +112,8 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGqa128, DType::f32, 48, "mean"});
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
+    cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
+    cases.push_back({"sparq", mode, kGqa128, DType::bf16, 64, "rall"});
   }
   return cases;
 }

@@ -17,10 +17,10 @@ namespace {
 constexpr float kControlsWidth = 360;
 constexpr float kMapShare = 0.47f;
 
-const char* const kMethods[] = {"oracle", "quoka", "quest", "fier", "streaming", "keydiff", "tova"};
+const char* const kMethods[] = {"oracle", "quoka", "quest", "fier", "streaming", "keydiff", "tova", "sparq"};
 const ImU32 kMethodColors[] = {IM_COL32(240, 240, 240, 255), IM_COL32(80, 200, 255, 255), IM_COL32(255, 170, 60, 255),
                                IM_COL32(190, 120, 255, 255), IM_COL32(150, 150, 150, 255), IM_COL32(255, 110, 170, 255),
-                               IM_COL32(120, 230, 160, 255)};
+                               IM_COL32(120, 230, 160, 255), IM_COL32(230, 230, 90, 255)};
 const ImU32 kHit = IM_COL32(60, 220, 90, 255);      // selected and in the oracle's set
 const ImU32 kMiss = IM_COL32(240, 60, 60, 255);     // in the oracle's set, not selected
 const ImU32 kWasted = IM_COL32(250, 200, 40, 255);  // selected, not in the oracle's set
@@ -154,10 +154,9 @@ void App::refresh() {
 // milliseconds, so the lines fill in over the next frames without a stall.
 void App::refresh_curves() {
   if (!inspector_) return;
-  char key[256];
-  std::snprintf(key, sizeof key, "%d/%d/%u/%u/%u/%u/%d/%d/%u", state_.layer, int(state_.mode), state_.chunk,
-                state_.options.page_size, state_.options.group_size, state_.options.n_q, int(state_.options.quoka_max),
-                int(state_.options.gqa_agg), state_.options.n_sink);
+  char prefix[64];
+  std::snprintf(prefix, sizeof prefix, "%d/%d/%u/", state_.layer, int(state_.mode), state_.chunk);
+  const std::string key = prefix + state_.options.key();
   if (curves_key_ != key) {
     curves_key_ = key;
     curves_.clear();
@@ -262,17 +261,19 @@ void App::controls_panel() {
   ImGui::Separator();
   ImGui::TextUnformatted("method parameters");
   int page = int(state_.options.page_size), group = int(state_.options.group_size), nq = int(state_.options.n_q),
-      sinks = int(state_.options.n_sink), agg = int(state_.options.gqa_agg);
+      sinks = int(state_.options.n_sink), agg = int(state_.options.gqa_agg), sparq_r = int(state_.options.sparq_r);
   ImGui::SliderInt("quest page", &page, 4, 64);
   ImGui::SliderInt("fier group", &group, 8, 128);
   ImGui::SliderInt("quoka N_Q", &nq, 1, 64);
   ImGui::Checkbox("quoka: max over group", &state_.options.quoka_max);
   ImGui::Combo("gqa-agg", &agg, "head\0max\0mean\0");
   ImGui::SliderInt("sinks", &sinks, 0, 64);
+  ImGui::SliderInt("sparq r", &sparq_r, 1, int(capture().layer(state_.layer).shape.dim));
   state_.options.page_size = uint32_t(page);
   state_.options.group_size = uint32_t(group);
   state_.options.n_q = uint32_t(nq);
   state_.options.n_sink = uint32_t(sinks);
+  state_.options.sparq_r = uint32_t(sparq_r);
   state_.options.gqa_agg = HeadAggregate(agg);
   ImGui::Separator();
   const uint32_t heads = capture().layer(state_.layer).shape.heads;

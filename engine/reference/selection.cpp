@@ -260,6 +260,26 @@ Selection streaming(const HostLayer& l, const MethodOptions& o, const Block& blo
   return Selection(l.shape.kv_heads, tokens);
 }
 
+Selection sparq(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
+  Selection s;
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const Vector q = mean_query(l, h, block);
+    std::vector<uint32_t> channels(d);
+    std::iota(channels.begin(), channels.end(), 0u);
+    std::stable_sort(channels.begin(), channels.end(),
+                     [&](uint32_t a, uint32_t b) { return std::abs(q[a]) > std::abs(q[b]); });
+    channels.resize(std::min(o.sparq_r, d));
+    Vector scores(n, 0.0);
+    for (uint32_t j = 0; j < n; ++j) {
+      const float* k = row(l.k, h / l.shape.group(), T, j, d);
+      for (uint32_t c : channels) scores[j] += q[c] * k[c];
+    }
+    s.push_back(top_k(scores, budget));
+  }
+  return s;
+}
+
 Selection tova(const HostLayer& l, const Block& block, uint32_t budget) {
   const uint32_t n = block.candidates(), position = block.first_query + block.n_queries - 1;
   Vector scores(n, 0.0);
@@ -299,6 +319,7 @@ HostLayer host_layer(const Capture& capture, const CaptureLayer& layer) {
 
 Granularity granularity(const std::string& method, const MethodOptions& options, Mode mode) {
   if (method == "oracle") return mode == Mode::decode ? Granularity::query_head : Granularity::kv_head;
+  if (method == "sparq") return Granularity::query_head;
   if (method == "quest" || method == "fier")
     return options.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
   return Granularity::kv_head;
@@ -313,6 +334,7 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "streaming") return streaming(layer, options, block, budget);
   if (method == "keydiff") return keydiff(layer, block, budget);
   if (method == "tova") return tova(layer, block, budget);
+  if (method == "sparq") return sparq(layer, options, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }
 
