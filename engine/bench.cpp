@@ -68,7 +68,8 @@ struct ByteModel {
     if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
     if (stage == "page_scores") return G * (n / page_size) * 2 * d * 4;
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
-    if (stage == "key_scores" || stage == "key_sums") return G * n * kv_row;
+    if (stage == "key_scores" || stage == "key_sums" || stage == "window_lse" || stage == "window_scores")
+      return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
     if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 4 digit passes and a compaction
     return 0;
@@ -79,7 +80,8 @@ struct ByteModel {
 
 std::vector<std::string> bench_step_names() {
   return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
-          "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "quoka prefill", "quest prefill"};
+          "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "snapkv decode", "h2o decode",
+          "quoka prefill", "quest prefill"};
 }
 
 BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
@@ -89,6 +91,11 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
   result.device = device.info().name;
   std::tie(result.read_gigabytes_per_second, result.read_buffer_bytes) = measure_read_bandwidth(device);
 
+  // H2O reads every past query (O(T^2)): timed only when named.
+  std::vector<std::string> wanted = c.steps;
+  if (wanted.empty())
+    for (const std::string& name : bench_step_names())
+      if (name != "h2o decode") wanted.push_back(name);
   for (uint32_t length : c.lengths) {
     if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
     if (progress) progress("length " + std::to_string(length));
@@ -100,6 +107,13 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
     {
       std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1), values = random_tensor(kv_count, c.dtype, 2);
       for (int i = 0; i < 2; ++i) copies.push_back(std::make_unique<GpuLayer>(device, shape, c.dtype, scale, keys, values));
+    }
+    // SnapKV and H2O read queries other than the step's: every position's, random.
+    std::vector<std::byte> all_queries;
+    if (std::find(wanted.begin(), wanted.end(), "snapkv decode") != wanted.end() ||
+        std::find(wanted.begin(), wanted.end(), "h2o decode") != wanted.end()) {
+      all_queries = random_tensor(size_t(c.heads) * length * c.dim, c.dtype, 4);
+      for (auto& copy : copies) copy->host_queries = all_queries;
     }
     const Block decode{Mode::decode, length - 1, 1};
     const Block prefill{Mode::prefill, length - c.chunk, c.chunk};
@@ -113,11 +127,9 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       uint32_t budget;
     };
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq", "snapkv", "h2o"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
-    std::erase_if(steps, [&](const Step& s) {
-      return !c.steps.empty() && std::find(c.steps.begin(), c.steps.end(), s.name) == c.steps.end();
-    });
+    std::erase_if(steps, [&](const Step& s) { return std::find(wanted.begin(), wanted.end(), s.name) == wanted.end(); });
 
     for (const Step& step : steps) {
       if (progress) progress("length " + std::to_string(length) + ": " + step.name);

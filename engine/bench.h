@@ -18,7 +18,7 @@ struct BenchConfig {
   uint32_t chunk = 128;
   uint32_t repeat = 50;
   MethodOptions options;
-  std::vector<std::string> steps;  // names as in BenchRow::step; empty = all
+  std::vector<std::string> steps;  // names as in BenchRow::step; empty = all but "h2o decode" (O(T^2))
 };
 
 // Every step bench can time, in the order it times them.

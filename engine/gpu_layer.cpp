@@ -19,7 +19,9 @@ GpuLayer::GpuLayer(const vk::Device& device, const AttentionShape& shape_, DType
 }
 
 GpuLayer::GpuLayer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer)
-    : GpuLayer(device, layer.shape, layer.dtype, capture.scale(layer), layer.k->data, layer.v->data) {}
+    : GpuLayer(device, layer.shape, layer.dtype, capture.scale(layer), layer.k->data, layer.v->data) {
+  host_queries = layer.q->data;
+}
 
 std::vector<std::byte> gather_queries(const AttentionShape& shape, DType dtype, std::span<const std::byte> q,
                                       std::span<const uint32_t> positions) {

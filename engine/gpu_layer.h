@@ -19,6 +19,10 @@ struct GpuLayer {
   double scale;
   vk::Buffer keys;    // [G, T, d]
   vk::Buffer values;  // [G, T, d]
+  // Every query [H, T, d] in host memory (the capture's mapping), for methods
+  // that read queries other than the block's (SnapKV's window, H2O's history);
+  // they upload it once. Empty when the layer has none (bench: until asked).
+  std::span<const std::byte> host_queries;
 };
 
 // Rows of Q [H, T, d] at `positions`, as [H, positions.size(), d] in the same dtype.

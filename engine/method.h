@@ -26,12 +26,14 @@ struct MethodOptions {
   HeadAggregate gqa_agg = HeadAggregate::head;  // quest, fier
   uint32_t n_sink = 4;       // streaming
   uint32_t sparq_r = 32;     // sparq: query components kept
+  uint32_t snap_window = 32;  // snapkv: observation window (queries)
+  uint32_t snap_pool = 7;     // snapkv: average-pooling kernel (odd)
 
   // Every field, as text: a cache key for built methods and computed curves.
   std::string key() const {
     return std::to_string(page_size) + "/" + std::to_string(group_size) + "/" + std::to_string(n_q) + "/" +
            std::to_string(quoka_max) + "/" + std::to_string(int(gqa_agg)) + "/" + std::to_string(n_sink) + "/" +
-           std::to_string(sparq_r);
+           std::to_string(sparq_r) + "/" + std::to_string(snap_window) + "/" + std::to_string(snap_pool);
   }
 };
 

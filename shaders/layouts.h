@@ -200,6 +200,32 @@ KV_PUSH_STRUCT(TovaPush, TOVA_FIELDS)
   uint r;
 KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
 
+// window_log_sum_exp.comp and window_scores.comp (SnapKV, H2O): the dense
+// attention of the window queries [window_first, window_first + window_count),
+// each over its causal keys; summed over a KV head's query heads and the window
+// per candidate key [0, n_candidates).
+#define WINDOW_FIELDS \
+  uint n_heads;      \
+  uint n_kv_heads;   \
+  uint n_tokens;     \
+  uint window_first; \
+  uint window_count; \
+  uint n_candidates; \
+  uint row_stride;   \
+  float scale_log2;  \
+  uint pool;         /* snapkv_pool.comp: the average-pooling kernel size, odd */
+KV_PUSH_STRUCT(WindowPush, WINDOW_FIELDS)
+
+// recent_keys.comp: after a top-k of the heavy keys, the `recent` candidates
+// [first_recent, first_recent + recent) from slot heavy_count on, then -1 to budget.
+#define RECENT_FIELDS \
+  uint n_rows;       \
+  uint budget;       \
+  uint heavy_count;  \
+  uint first_recent; \
+  uint recent;
+KV_PUSH_STRUCT(RecentPush, RECENT_FIELDS)
+
 // selection_metrics.comp: per query head, coverage and output error (means over
 // the block's queries), recall of the selection against the oracle's, and the
 // fraction of the needle's candidate tokens selected (-1 when it has none).

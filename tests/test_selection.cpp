@@ -113,6 +113,8 @@ std::vector<MethodCase> method_cases() {
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
+    cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
+    cases.push_back({"h2o", mode, kMha, DType::f16, 1, ""});      // no recent half, one heavy hitter
     cases.push_back({"sparq", mode, kGqa128, DType::bf16, 64, "rall"});
   }
   return cases;

@@ -280,6 +280,49 @@ Selection sparq(const HostLayer& l, const MethodOptions& o, const Block& block, 
   return s;
 }
 
+// SnapKV and H2O: per KV head, the attention of the window queries
+// [first, first + count) summed over the group's heads and the window, over the
+// scored prefix (optionally average-pooled), top budget - recent, then the
+// `recent` last candidates.
+Selection window_method(const HostLayer& l, const Block& block, uint32_t budget, uint32_t first, uint32_t count,
+                        uint32_t recent, uint32_t pool) {
+  const uint32_t n = block.candidates(), prefix = n - recent, heavy = budget - recent, r = l.shape.group();
+  Selection s;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
+    Vector scores(prefix, 0.0);
+    for (uint32_t h = g * r; h < (g + 1) * r; ++h)
+      for (uint32_t position = first; position < first + count; ++position) {
+        const Vector p = probabilities(l, h, position);
+        for (uint32_t j = 0; j < prefix && j <= position; ++j) scores[j] += p[j];
+      }
+    if (pool > 1) {
+      Vector pooled(prefix, 0.0);
+      for (int64_t j = 0; j < prefix; ++j)
+        for (int64_t u = -int64_t(pool / 2); u <= int64_t(pool / 2); ++u)
+          if (j + u >= 0 && j + u < prefix) pooled[j] += scores[j + u] / pool;
+      scores = pooled;
+    }
+    std::vector<int32_t> kept = heavy > 0 ? top_k(scores, heavy) : std::vector<int32_t>{};
+    for (uint32_t j = prefix; j < n; ++j) kept.push_back(int32_t(j));
+    s.push_back(kept);
+  }
+  return s;
+}
+
+Selection snapkv(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t last = block.first_query + block.n_queries - 1;
+  const uint32_t floor = block.mode == Mode::decode ? 0 : block.first_query;
+  const uint32_t first = std::max(floor, last + 1 - std::min(last + 1, o.snap_window));
+  const uint32_t count = last + 1 - first;
+  const uint32_t recent = block.mode == Mode::decode ? std::min({count, budget, block.candidates()}) : 0;
+  return window_method(l, block, budget, first, count, recent, o.snap_pool);
+}
+
+Selection h2o(const HostLayer& l, const Block& block, uint32_t budget) {
+  const uint32_t last = block.first_query + block.n_queries - 1;
+  return window_method(l, block, budget, 0, last + 1, std::min(budget / 2, block.candidates()), 1);
+}
+
 Selection tova(const HostLayer& l, const Block& block, uint32_t budget) {
   const uint32_t n = block.candidates(), position = block.first_query + block.n_queries - 1;
   Vector scores(n, 0.0);
@@ -335,6 +378,8 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "keydiff") return keydiff(layer, block, budget);
   if (method == "tova") return tova(layer, block, budget);
   if (method == "sparq") return sparq(layer, options, block, budget);
+  if (method == "snapkv") return snapkv(layer, options, block, budget);
+  if (method == "h2o") return h2o(layer, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }
 

@@ -1,0 +1,101 @@
+// SnapKV and H2O (docs/methods.md): per KV head, keys ranked by the attention
+// a window of queries paid them (SnapKV: the last snap_window queries, pooled;
+// H2O: every query so far), plus the most recent candidates.
+#include <algorithm>
+
+#include "../shaders/layouts.h"
+#include "methods/kernels.h"
+#include "methods/registry.h"
+#include "recent_keys.spv.h"
+#include "snapkv_pool.spv.h"
+#include "topk.h"
+#include "window_log_sum_exp.spv.h"
+#include "window_scores.spv.h"
+
+namespace kv {
+namespace {
+
+class WindowMethod final : public Method {
+ public:
+  enum class Kind { snapkv, h2o };
+
+  WindowMethod(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Kind kind)
+      : layer_(layer),
+        options_(options),
+        kind_(kind),
+        lse_kernel_(make_layer_kernel<layouts::WindowPush>(device, "window_log_sum_exp", window_log_sum_exp_spirv, 3,
+                                                           layer.shape, layer.dtype)),
+        scores_kernel_(make_layer_kernel<layouts::WindowPush>(device, "window_scores", window_scores_spirv, 4,
+                                                              layer.shape, layer.dtype)),
+        pool_kernel_(device, "snapkv_pool", snapkv_pool_spirv, {2, sizeof(layouts::WindowPush)}, {}),
+        recent_kernel_(device, "recent_keys", recent_keys_spirv, {1, sizeof(layouts::RecentPush)}, {}),
+        topk_(device),
+        queries_(device, layer.host_queries.size()),
+        lse_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
+        scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4),
+        pooled_(device, kind == Kind::snapkv ? size_t(layer.shape.kv_heads) * layer.shape.tokens * 4 : 4) {
+    if (layer.host_queries.empty())
+      throw InputError(std::string(kind == Kind::snapkv ? "snapkv" : "h2o") + " needs the layer's queries");
+    queries_.upload(layer.host_queries);
+  }
+
+  std::string name() const override { return kind_ == Kind::snapkv ? "snapkv" : "h2o"; }
+  Granularity granularity() const override { return Granularity::kv_head; }
+  ScoreView scores() const override {
+    return {kind_ == Kind::snapkv ? &pooled_ : &scores_, layer_.shape.kv_heads, layer_.shape.tokens, 1};
+  }
+  nlohmann::json params() const override {
+    if (kind_ == Kind::h2o) return {{"recent", "budget/2"}};
+    return {{"window", options_.snap_window}, {"pool", options_.snap_pool}};
+  }
+
+  void record(vk::Pass& pass, const Block& block, const BlockInputs&, uint32_t budget,
+              const vk::Buffer& indices) override {
+    const AttentionShape& s = layer_.shape;
+    const uint32_t n = block.candidates(), last = block.first_query + block.n_queries - 1;
+    uint32_t first = 0, recent = std::min(budget / 2, n);
+    if (kind_ == Kind::snapkv) {
+      const uint32_t floor = block.mode == Mode::decode ? 0 : block.first_query;
+      first = std::max(floor, last + 1 - std::min(last + 1, options_.snap_window));
+      recent = block.mode == Mode::decode ? std::min({last + 1 - first, budget, n}) : 0;
+    }
+    const uint32_t count = last + 1 - first, prefix = n - recent, heavy = budget - recent;
+    layouts::WindowPush push{s.heads, s.kv_heads, s.tokens, first, count, prefix, s.tokens,
+                             float(layer_.scale / std::log(2.0)), options_.snap_pool};
+    if (heavy > 0 && prefix > 0) {
+      pass.dispatch(lse_kernel_, {&queries_, &layer_.keys, &lse_}, push, count, s.heads, 1, "window_lse");
+      pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, 128),
+                    s.kv_heads, 1, "window_scores");
+      const vk::Buffer* ranked = &scores_;
+      if (kind_ == Kind::snapkv) {
+        pass.dispatch(pool_kernel_, {&scores_, &pooled_}, push, ceil_div(prefix, 128), s.kv_heads, 1, "pool");
+        ranked = &pooled_;
+      }
+      topk_.record(pass, *ranked, s.kv_heads, prefix, s.tokens, heavy, indices, budget);
+    }
+    const layouts::RecentPush tail{s.kv_heads, budget, heavy > 0 ? std::min(heavy, prefix) : 0, prefix, recent};
+    pass.dispatch(recent_kernel_, {&indices}, tail, s.kv_heads, 1, 1, "recent_keys");
+  }
+
+ private:
+  const GpuLayer& layer_;
+  MethodOptions options_;
+  Kind kind_;
+  vk::Kernel lse_kernel_, scores_kernel_, pool_kernel_, recent_kernel_;
+  TopK topk_;
+  vk::Buffer queries_, lse_, scores_, pooled_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_snapkv(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,
+                                    uint32_t) {
+  return std::make_unique<WindowMethod>(device, layer, options, WindowMethod::Kind::snapkv);
+}
+
+std::unique_ptr<Method> make_h2o(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,
+                                 uint32_t) {
+  return std::make_unique<WindowMethod>(device, layer, options, WindowMethod::Kind::h2o);
+}
+
+}  // namespace kv
