@@ -24,7 +24,7 @@ const char* const kSelectHelp =
     "methods: oracle, quoka, quest, fier, streaming\n"
     "method options: --page-size P (quest, 16)  --group-size g (fier, 32)  --n-q N (quoka, 16)\n"
     "                --quoka-group mean|max  --gqa-agg head|max|mean (quest, fier)  --n-sink S (streaming, 4)\n"
-    "                --sparq-r R (sparq, 32)  --snap-window W (snapkv, 32)  --snap-pool P (snapkv, 7, odd)\n"
+    "                --sparq-r R (sparq, 32)  --loki-r R (loki, 32)  --snap-window W (snapkv, 32)  --snap-pool P (snapkv, 7, odd)\n"
     "--json prints the run's metadata and median GPU time per stage.\n";
 
 int run_select(const GlobalOptions& global, const std::vector<std::string>& argv) {

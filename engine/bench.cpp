@@ -59,7 +59,7 @@ std::pair<double, double> measure_read_bandwidth(const vk::Device& device) {
 struct ByteModel {
   AttentionShape shape;
   size_t element;
-  uint32_t candidates, queries, budget, list_rows, page_size, group_size, sparq_r;
+  uint32_t candidates, queries, budget, list_rows, page_size, group_size, sparq_r, loki_r;
   double operator()(const std::string& stage) const {
     const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
     const double kv_row = d * element;
@@ -70,6 +70,7 @@ struct ByteModel {
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
     if (stage == "key_scores" || stage == "key_sums" || stage == "window_lse" || stage == "window_scores")
       return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
+    if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
     if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 4 digit passes and a compaction
     return 0;
@@ -80,7 +81,7 @@ struct ByteModel {
 
 std::vector<std::string> bench_step_names() {
   return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
-          "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "snapkv decode", "h2o decode",
+          "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "loki decode", "snapkv decode", "h2o decode",
           "quoka prefill", "quest prefill"};
 }
 
@@ -104,8 +105,9 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
     const double scale = 1.0 / std::sqrt(double(c.dim));
     // Two copies of K and V, alternated between runs, so that no run finds the last one's data in cache.
     std::vector<std::unique_ptr<GpuLayer>> copies;
+    const std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1);  // Loki's basis reads them
     {
-      std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1), values = random_tensor(kv_count, c.dtype, 2);
+      const std::vector<std::byte> values = random_tensor(kv_count, c.dtype, 2);
       for (int i = 0; i < 2; ++i) copies.push_back(std::make_unique<GpuLayer>(device, shape, c.dtype, scale, keys, values));
     }
     // SnapKV and H2O read queries other than the step's: every position's, random.
@@ -127,7 +129,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       uint32_t budget;
     };
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq", "snapkv", "h2o"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq", "loki", "snapkv", "h2o"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
     std::erase_if(steps, [&](const Step& s) { return std::find(wanted.begin(), wanted.end(), s.name) == wanted.end(); });
 
@@ -175,7 +177,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         totals.push_back(total);
       }
       const ByteModel bytes{shape, dtype_size(c.dtype), step.block.candidates(), step.block.n_queries, step.budget,
-                            list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r};
+                            list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r, c.options.loki_r};
       double total_bytes = 0;
       for (const std::string& stage : order) {
         result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});

@@ -16,6 +16,7 @@ GpuLayer::GpuLayer(const vk::Device& device, const AttentionShape& shape_, DType
                      std::to_string(value_bytes.size()) + " bytes, expected " + std::to_string(expected));
   keys.upload(key_bytes);
   values.upload(value_bytes);
+  host_keys = key_bytes;
 }
 
 GpuLayer::GpuLayer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer)

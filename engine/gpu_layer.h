@@ -23,6 +23,8 @@ struct GpuLayer {
   // that read queries other than the block's (SnapKV's window, H2O's history);
   // they upload it once. Empty when the layer has none (bench: until asked).
   std::span<const std::byte> host_queries;
+  // The keys as given, in host memory: Loki builds its basis from them.
+  std::span<const std::byte> host_keys;
 };
 
 // Rows of Q [H, T, d] at `positions`, as [H, positions.size(), d] in the same dtype.

@@ -28,12 +28,14 @@ struct MethodOptions {
   uint32_t sparq_r = 32;     // sparq: query components kept
   uint32_t snap_window = 32;  // snapkv: observation window (queries)
   uint32_t snap_pool = 7;     // snapkv: average-pooling kernel (odd)
+  uint32_t loki_r = 32;       // loki: principal components kept
 
   // Every field, as text: a cache key for built methods and computed curves.
   std::string key() const {
     return std::to_string(page_size) + "/" + std::to_string(group_size) + "/" + std::to_string(n_q) + "/" +
            std::to_string(quoka_max) + "/" + std::to_string(int(gqa_agg)) + "/" + std::to_string(n_sink) + "/" +
-           std::to_string(sparq_r) + "/" + std::to_string(snap_window) + "/" + std::to_string(snap_pool);
+           std::to_string(sparq_r) + "/" + std::to_string(snap_window) + "/" + std::to_string(snap_pool) + "/" +
+           std::to_string(loki_r);
   }
 };
 

@@ -226,6 +226,19 @@ KV_PUSH_STRUCT(WindowPush, WINDOW_FIELDS)
   uint recent;
 KV_PUSH_STRUCT(RecentPush, RECENT_FIELDS)
 
+// loki_project_keys.comp (once per cache): K~ = K U^T, [G, T, rank] floats,
+// with the basis U [G, rank, d]; loki_scores.comp: per query head,
+// (U q) . K~_j over the candidates.
+#define LOKI_MAX_BASIS 8192u /* rank x d floats in shared memory */
+#define LOKI_FIELDS \
+  uint n_heads;      \
+  uint n_kv_heads;   \
+  uint n_tokens;     \
+  uint n_candidates; \
+  uint row_stride;   \
+  uint rank;
+KV_PUSH_STRUCT(LokiPush, LOKI_FIELDS)
+
 // selection_metrics.comp: per query head, coverage and output error (means over
 // the block's queries), recall of the selection against the oracle's, and the
 // fraction of the needle's candidate tokens selected (-1 when it has none).

@@ -40,6 +40,7 @@ MethodOptions options_of(const MethodCase& c) {
   if (c.variant == "mean") o.gqa_agg = HeadAggregate::mean;
   if (c.variant == "r5") o.sparq_r = 5;         // fewer channels than one 16-byte piece holds
   if (c.variant == "rall") o.sparq_r = 100000;  // every channel: the exact logits
+  if (c.variant == "r4") o.loki_r = 4;
   return o;
 }
 
@@ -113,6 +114,7 @@ std::vector<MethodCase> method_cases() {
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
+    cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});
     cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
     cases.push_back({"h2o", mode, kMha, DType::f16, 1, ""});      // no recent half, one heavy hitter
     cases.push_back({"sparq", mode, kGqa128, DType::bf16, 64, "rall"});

@@ -15,6 +15,7 @@ std::unique_ptr<Method> make_tova(const vk::Device&, const GpuLayer&, const Meth
 std::unique_ptr<Method> make_sparq(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_snapkv(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_h2o(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
+std::unique_ptr<Method> make_loki(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_streaming(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 
 // Rows and aggregation of a method scored per query head or per KV head (--gqa-agg).

@@ -1,10 +1,13 @@
 #include "reference/selection.h"
 
+#include "methods/pca.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "error.h"
+#include "methods/pca.h"
 
 namespace kv::reference {
 namespace {
@@ -323,6 +326,31 @@ Selection h2o(const HostLayer& l, const Block& block, uint32_t budget) {
   return window_method(l, block, budget, 0, last + 1, std::min(budget / 2, block.candidates()), 1);
 }
 
+Selection loki(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), rank = std::min(o.loki_r, d);
+  std::vector<std::vector<double>> bases;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g)
+    bases.push_back(principal_components(std::span(l.k).subspan(size_t(g) * T * d, size_t(T) * d), T, d, rank));
+  Selection s;
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const uint32_t g = h / l.shape.group();
+    const Vector q = mean_query(l, h, block);
+    Vector projected_query(rank, 0.0), scores(n, 0.0);
+    for (uint32_t c = 0; c < rank; ++c)
+      for (uint32_t x = 0; x < d; ++x) projected_query[c] += bases[g][size_t(c) * d + x] * q[x];
+    for (uint32_t j = 0; j < n; ++j) {
+      const float* k = row(l.k, g, T, j, d);
+      for (uint32_t c = 0; c < rank; ++c) {
+        double projected_key = 0;
+        for (uint32_t x = 0; x < d; ++x) projected_key += bases[g][size_t(c) * d + x] * k[x];
+        scores[j] += projected_query[c] * projected_key;
+      }
+    }
+    s.push_back(top_k(scores, budget));
+  }
+  return s;
+}
+
 Selection tova(const HostLayer& l, const Block& block, uint32_t budget) {
   const uint32_t n = block.candidates(), position = block.first_query + block.n_queries - 1;
   Vector scores(n, 0.0);
@@ -362,7 +390,7 @@ HostLayer host_layer(const Capture& capture, const CaptureLayer& layer) {
 
 Granularity granularity(const std::string& method, const MethodOptions& options, Mode mode) {
   if (method == "oracle") return mode == Mode::decode ? Granularity::query_head : Granularity::kv_head;
-  if (method == "sparq") return Granularity::query_head;
+  if (method == "sparq" || method == "loki") return Granularity::query_head;
   if (method == "quest" || method == "fier")
     return options.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
   return Granularity::kv_head;
@@ -379,6 +407,7 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "tova") return tova(layer, block, budget);
   if (method == "sparq") return sparq(layer, options, block, budget);
   if (method == "snapkv") return snapkv(layer, options, block, budget);
+  if (method == "loki") return loki(layer, options, block, budget);
   if (method == "h2o") return h2o(layer, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }

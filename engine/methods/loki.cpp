@@ -1,0 +1,89 @@
+// Loki (docs/methods.md): per query head, approximate logits in the KV head's
+// principal subspace of keys (basis from the capture's keys, once per cache),
+// then top-k. Prefill scores the chunk's mean query.
+#include "../shaders/layouts.h"
+#include "error.h"
+#include "loki_project_keys.spv.h"
+#include "loki_scores.spv.h"
+#include "methods/kernels.h"
+#include "methods/mean_query.h"
+#include "methods/pca.h"
+#include "methods/registry.h"
+#include "topk.h"
+
+namespace kv {
+namespace {
+
+uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {
+  rank = std::min(rank, shape.dim);
+  if (size_t(rank) * shape.dim > LOKI_MAX_BASIS)
+    throw InputError("--loki-r " + std::to_string(rank) + " is too large for d=" + std::to_string(shape.dim) +
+                     " (rank x d must be at most " + std::to_string(LOKI_MAX_BASIS) + ")");
+  return rank;
+}
+
+class Loki final : public Method {
+ public:
+  Loki(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
+      : layer_(layer),
+        rank_(checked_rank(layer.shape, options.loki_r)),
+        mean_query_(device, layer),
+        project_kernel_(make_layer_kernel<layouts::LokiPush>(device, "loki_project_keys", loki_project_keys_spirv, 3,
+                                                             layer.shape, layer.dtype)),
+        scores_kernel_(make_layer_kernel<layouts::LokiPush>(device, "loki_scores", loki_scores_spirv, 4, layer.shape,
+                                                            layer.dtype)),
+        topk_(device),
+        basis_(device, size_t(layer.shape.kv_heads) * rank_ * layer.shape.dim * 4),
+        projected_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * rank_ * 4),
+        scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4) {
+    const AttentionShape& s = layer.shape;
+    const std::vector<float> keys = to_float(layer.dtype, layer.host_keys);
+    std::vector<float> basis;
+    for (uint32_t g = 0; g < s.kv_heads; ++g)
+      for (double x : principal_components(std::span(keys).subspan(size_t(g) * s.tokens * s.dim, size_t(s.tokens) * s.dim),
+                                           s.tokens, s.dim, rank_))
+        basis.push_back(float(x));
+    basis_.upload_values<float>(basis);
+    vk::Pass build(device);
+    const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, s.tokens, s.tokens, rank_};
+    build.dispatch(project_kernel_, {&layer.keys, &basis_, &projected_}, push, ceil_div(s.tokens, 128), s.kv_heads, 1,
+                   "project_keys");
+    build.run();
+    build_times_ = build.stage_times();
+  }
+
+  std::string name() const override { return "loki"; }
+  Granularity granularity() const override { return Granularity::query_head; }
+  ScoreView scores() const override { return {&scores_, layer_.shape.heads, layer_.shape.tokens, 1}; }
+  nlohmann::json params() const override { return {{"r", rank_}}; }
+  std::vector<vk::StageTime> build_times() const override { return build_times_; }
+
+  void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
+              const vk::Buffer& indices) override {
+    const AttentionShape& s = layer_.shape;
+    const uint32_t candidates = block.candidates();
+    mean_query_.record(pass, *inputs.queries, block.n_queries);
+    const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_};
+    pass.dispatch(scores_kernel_, {&mean_query_.output(), &basis_, &projected_, &scores_}, push,
+                  ceil_div(candidates, 128), s.heads, 1, "subspace_scores");
+    topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
+  }
+
+ private:
+  const GpuLayer& layer_;
+  uint32_t rank_;
+  MeanQuery mean_query_;
+  vk::Kernel project_kernel_, scores_kernel_;
+  TopK topk_;
+  vk::Buffer basis_, projected_, scores_;
+  std::vector<vk::StageTime> build_times_;
+};
+
+}  // namespace
+
+std::unique_ptr<Method> make_loki(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,
+                                  uint32_t) {
+  return std::make_unique<Loki>(device, layer, options);
+}
+
+}  // namespace kv
