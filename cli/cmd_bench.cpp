@@ -17,7 +17,7 @@ const char* const kBenchHelp =
     "                     [--dtype F16|BF16] [--budget 2048] [--prefill-budget 1024] [--chunk 128]\n"
     "                     [--repeat 50] [--steps dense-decode,quest-decode,...] [method options] [--json OUT]\n\n"
     "Times, on random inputs of each length, dense decode (one query per head), a dense\n"
-    "prefill chunk, quest, fier, quoka, keydiff, tova, sparq, loki and snapkv decode (h2o, O(T^2):\n"
+    "prefill chunk, quest, fier, quoka, keydiff, tova, sparq, loki, snapkv and sampleattention decode (h2o, O(T^2):\n"
     "only with --steps h2o-decode) at --budget, and quoka and quest\n"
     "prefill chunks at --prefill-budget: every stage's median GPU time (after warm-up;\n"
     "two copies of K and V alternate between runs so caches do not flatter), the bytes\n"
@@ -48,7 +48,7 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
       std::replace(name.begin(), name.end(), '-', ' ');
       if (std::find(known.begin(), known.end(), name) == known.end())
         throw InputError("bench: unknown step '" + list.substr(start, comma - start) + "' (dense-decode, dense-prefill, "
-                         "quest-decode, fier-decode, quoka-decode, keydiff-decode, tova-decode, sparq-decode, loki-decode, snapkv-decode, h2o-decode, quoka-prefill, quest-prefill)");
+                         "quest-decode, fier-decode, quoka-decode, keydiff-decode, tova-decode, sparq-decode, loki-decode, snapkv-decode, h2o-decode, sampleattention-decode, quoka-prefill, quest-prefill)");
       config.steps.push_back(name);
       start = comma + 1;
     }

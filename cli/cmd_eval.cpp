@@ -26,7 +26,8 @@ const char* const kEvalHelp =
     "Defaults: --layers all, --methods dense,oracle,quoka,quest,fier,streaming,\n"
     "--budgets 256,512,1024,2048, --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
     "N: the last N). Prefill chunk 0 has no past and is skipped.\n"
-    "method options: --page-size --group-size --n-q --quoka-group --gqa-agg --n-sink --sparq-r --loki-r --snap-window --snap-pool (see 'select --help')\n"
+    "method options: --page-size --group-size --n-q --quoka-group --gqa-agg --n-sink --sparq-r --loki-r --snap-window --snap-pool\n"
+    "                --sample-queries --sample-stride (see 'select --help')\n"
     "--json OUT writes CLI.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
     "When the capture records a needle (metadata needle_span), a `needle` column gives the\n"
     "fraction of the needle's tokens among the candidates that each method selected.\n";

@@ -25,6 +25,7 @@ const char* const kSelectHelp =
     "method options: --page-size P (quest, 16)  --group-size g (fier, 32)  --n-q N (quoka, 16)\n"
     "                --quoka-group mean|max  --gqa-agg head|max|mean (quest, fier)  --n-sink S (streaming, 4)\n"
     "                --sparq-r R (sparq, 32)  --loki-r R (loki, 32)  --snap-window W (snapkv, 32)  --snap-pool P (snapkv, 7, odd)\n"
+    "                --sample-queries N (sampleattention, 8)  --sample-stride S (sampleattention, 16)\n"
     "--json prints the run's metadata and median GPU time per stage.\n";
 
 int run_select(const GlobalOptions& global, const std::vector<std::string>& argv) {

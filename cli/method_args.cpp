@@ -12,6 +12,8 @@ MethodOptions parse_method_options(const Args& args) {
   o.n_sink = args.count("n-sink", o.n_sink, 0, 1u << 24);
   o.sparq_r = args.count("sparq-r", o.sparq_r, 1, 4096);
   o.loki_r = args.count("loki-r", o.loki_r, 1, 1024);
+  o.sample_queries = args.count("sample-queries", o.sample_queries, 1, 1u << 20);
+  o.sample_stride = args.count("sample-stride", o.sample_stride, 1, 1u << 20);
   o.snap_window = args.count("snap-window", o.snap_window, 1, 1u << 20);
   o.snap_pool = args.count("snap-pool", o.snap_pool, 1, 1023);
   if (o.snap_pool % 2 == 0) throw InputError("--snap-pool must be odd, not " + std::to_string(o.snap_pool));

@@ -82,6 +82,7 @@ struct ByteModel {
 std::vector<std::string> bench_step_names() {
   return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
           "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "loki decode", "snapkv decode", "h2o decode",
+          "sampleattention decode",
           "quoka prefill", "quest prefill"};
 }
 
@@ -112,8 +113,9 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
     }
     // SnapKV and H2O read queries other than the step's: every position's, random.
     std::vector<std::byte> all_queries;
-    if (std::find(wanted.begin(), wanted.end(), "snapkv decode") != wanted.end() ||
-        std::find(wanted.begin(), wanted.end(), "h2o decode") != wanted.end()) {
+    if (std::find_if(wanted.begin(), wanted.end(), [](const std::string& step) {
+          return step == "snapkv decode" || step == "h2o decode" || step == "sampleattention decode";
+        }) != wanted.end()) {
       all_queries = random_tensor(size_t(c.heads) * length * c.dim, c.dtype, 4);
       for (auto& copy : copies) copy->host_queries = all_queries;
     }
@@ -129,7 +131,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       uint32_t budget;
     };
     std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq", "loki", "snapkv", "h2o"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
+    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq", "loki", "snapkv", "h2o", "sampleattention"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
     for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
     std::erase_if(steps, [&](const Step& s) { return std::find(wanted.begin(), wanted.end(), s.name) == wanted.end(); });
 

@@ -29,13 +29,15 @@ struct MethodOptions {
   uint32_t snap_window = 32;  // snapkv: observation window (queries)
   uint32_t snap_pool = 7;     // snapkv: average-pooling kernel (odd)
   uint32_t loki_r = 32;       // loki: principal components kept
+  uint32_t sample_queries = 8;   // sampleattention: queries sampled
+  uint32_t sample_stride = 16;   // sampleattention: positions between them
 
   // Every field, as text: a cache key for built methods and computed curves.
   std::string key() const {
     return std::to_string(page_size) + "/" + std::to_string(group_size) + "/" + std::to_string(n_q) + "/" +
            std::to_string(quoka_max) + "/" + std::to_string(int(gqa_agg)) + "/" + std::to_string(n_sink) + "/" +
            std::to_string(sparq_r) + "/" + std::to_string(snap_window) + "/" + std::to_string(snap_pool) + "/" +
-           std::to_string(loki_r);
+           std::to_string(loki_r) + "/" + std::to_string(sample_queries) + "/" + std::to_string(sample_stride);
   }
 };
 

@@ -200,16 +200,17 @@ KV_PUSH_STRUCT(TovaPush, TOVA_FIELDS)
   uint r;
 KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
 
-// window_log_sum_exp.comp and window_scores.comp (SnapKV, H2O): the dense
-// attention of the window queries [window_first, window_first + window_count),
-// each over its causal keys; summed over a KV head's query heads and the window
-// per candidate key [0, n_candidates).
+// window_log_sum_exp.comp and window_scores.comp (SnapKV, H2O, SampleAttention):
+// the dense attention of the window queries window_first + i * window_stride,
+// i < window_count, each over its causal keys; summed over a KV head's query
+// heads and the window per candidate key [0, n_candidates).
 #define WINDOW_FIELDS \
   uint n_heads;      \
   uint n_kv_heads;   \
   uint n_tokens;     \
   uint window_first; \
   uint window_count; \
+  uint window_stride; \
   uint n_candidates; \
   uint row_stride;   \
   float scale_log2;  \

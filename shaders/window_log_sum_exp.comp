@@ -27,7 +27,7 @@ shared float sums[128];
 
 void main() {
   const uint i = gl_WorkGroupID.x, head = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
-  const uint position = pc.window_first + i, kv_head = head / (pc.n_heads / pc.n_kv_heads);
+  const uint position = pc.window_first + i * pc.window_stride, kv_head = head / (pc.n_heads / pc.n_kv_heads);
   for (uint chunk = tid; chunk < HEAD_DIM / 8u; chunk += 128u) {
     vec4 lo, hi;
     load_query((head * pc.n_tokens + position) * HEAD_DIM + chunk * 8u, lo, hi);

@@ -28,7 +28,7 @@ void main() {
   float total = 0.0;
   for (uint head = g * r; head < (g + 1u) * r; ++head)
     for (uint i = 0u; i < pc.window_count; ++i) {
-      const uint position = pc.window_first + i;
+      const uint position = pc.window_first + i * pc.window_stride;
       barrier();  // the previous query is no longer read
       for (uint chunk = gl_LocalInvocationIndex; chunk < HEAD_DIM / 8u; chunk += 128u) {
         vec4 lo, hi;

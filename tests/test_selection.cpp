@@ -117,6 +117,7 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});
     cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
     cases.push_back({"h2o", mode, kMha, DType::f16, 1, ""});      // no recent half, one heavy hitter
+    cases.push_back({"sampleattention", mode, kGqa, DType::f16, 7, ""});  // fewer than 8: no recent keys
     cases.push_back({"sparq", mode, kGqa128, DType::bf16, 64, "rall"});
   }
   return cases;

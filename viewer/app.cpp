@@ -19,11 +19,12 @@ constexpr float kMapShare = 0.47f;
 constexpr uint32_t kH2oCurveTokens = 8192;  // longer captures leave h2o out of the curves
 
 const char* const kMethods[] = {"oracle", "quoka", "quest", "fier",   "streaming", "keydiff",
-                                "tova",   "sparq", "loki",  "snapkv", "h2o"};
+                                "tova",   "sparq", "loki",  "snapkv", "h2o",       "sampleattention"};
 const ImU32 kMethodColors[] = {IM_COL32(240, 240, 240, 255), IM_COL32(80, 200, 255, 255), IM_COL32(255, 170, 60, 255),
                                IM_COL32(190, 120, 255, 255), IM_COL32(150, 150, 150, 255), IM_COL32(255, 110, 170, 255),
                                IM_COL32(120, 230, 160, 255), IM_COL32(230, 230, 90, 255), IM_COL32(90, 220, 220, 255),
-                               IM_COL32(255, 140, 100, 255), IM_COL32(140, 160, 255, 255)};
+                               IM_COL32(255, 140, 100, 255), IM_COL32(140, 160, 255, 255),
+                               IM_COL32(200, 170, 120, 255)};
 static_assert(std::size(kMethods) == std::size(kMethodColors));
 const ImU32 kHit = IM_COL32(60, 220, 90, 255);      // selected and in the oracle's set
 const ImU32 kMiss = IM_COL32(240, 60, 60, 255);     // in the oracle's set, not selected

@@ -35,7 +35,7 @@ std::vector<Block> prefill_blocks(uint32_t tokens, uint32_t chunk) {
 }
 
 const std::vector<std::string>& method_names() {
-  static const std::vector<std::string> names{"oracle", "quoka", "quest", "fier", "streaming", "keydiff", "tova", "sparq", "loki", "snapkv", "h2o"};
+  static const std::vector<std::string> names{"oracle", "quoka", "quest", "fier", "streaming", "keydiff", "tova", "sparq", "loki", "snapkv", "h2o", "sampleattention"};
   return names;
 }
 
@@ -56,6 +56,7 @@ std::unique_ptr<Method> make_method(const vk::Device& device, const GpuLayer& la
   if (name == "loki") return make_loki(device, layer, options, mode, max_queries);
   if (name == "snapkv") return make_snapkv(device, layer, options, mode, max_queries);
   if (name == "h2o") return make_h2o(device, layer, options, mode, max_queries);
+  if (name == "sampleattention") return make_sample_attention(device, layer, options, mode, max_queries);
   std::string known = "dense";
   for (const std::string& n : method_names()) known += ", " + n;
   throw InputError("unknown method '" + name + "' (known: " + known + ")");

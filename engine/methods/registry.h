@@ -14,6 +14,8 @@ std::unique_ptr<Method> make_keydiff(const vk::Device&, const GpuLayer&, const M
 std::unique_ptr<Method> make_tova(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_sparq(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_snapkv(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
+std::unique_ptr<Method> make_sample_attention(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode,
+                                              uint32_t max_queries);
 std::unique_ptr<Method> make_h2o(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_loki(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);
 std::unique_ptr<Method> make_streaming(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t max_queries);

@@ -1,11 +1,13 @@
-// SnapKV and H2O (docs/methods.md): per KV head, keys ranked by the attention
-// a window of queries paid them (SnapKV: the last snap_window queries, pooled;
-// H2O: every query so far), plus the most recent candidates.
+// SnapKV, H2O and SampleAttention (docs/methods.md): per KV head, keys ranked
+// by the attention a window of queries paid them (SnapKV: the last snap_window
+// queries, pooled; H2O: every query so far; SampleAttention: sampled queries
+// at a stride), plus the most recent candidates.
 #include <algorithm>
 
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
 #include "methods/registry.h"
+#include "methods/window.h"
 #include "recent_keys.spv.h"
 #include "snapkv_pool.spv.h"
 #include "topk.h"
@@ -13,11 +15,12 @@
 #include "window_scores.spv.h"
 
 namespace kv {
+
 namespace {
 
 class WindowMethod final : public Method {
  public:
-  enum class Kind { snapkv, h2o };
+  using Kind = WindowKind;
 
   WindowMethod(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Kind kind)
       : layer_(layer),
@@ -34,18 +37,21 @@ class WindowMethod final : public Method {
         lse_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4),
         pooled_(device, kind == Kind::snapkv ? size_t(layer.shape.kv_heads) * layer.shape.tokens * 4 : 4) {
-    if (layer.host_queries.empty())
-      throw InputError(std::string(kind == Kind::snapkv ? "snapkv" : "h2o") + " needs the layer's queries");
+    if (layer.host_queries.empty()) throw InputError(name() + " needs the layer's queries");
     queries_.upload(layer.host_queries);
   }
 
-  std::string name() const override { return kind_ == Kind::snapkv ? "snapkv" : "h2o"; }
+  std::string name() const override {
+    return kind_ == Kind::snapkv ? "snapkv" : kind_ == Kind::h2o ? "h2o" : "sampleattention";
+  }
   Granularity granularity() const override { return Granularity::kv_head; }
   ScoreView scores() const override {
     return {kind_ == Kind::snapkv ? &pooled_ : &scores_, layer_.shape.kv_heads, layer_.shape.tokens, 1};
   }
   nlohmann::json params() const override {
     if (kind_ == Kind::h2o) return {{"recent", "budget/2"}};
+    if (kind_ == Kind::sample_attention)
+      return {{"samples", options_.sample_queries}, {"stride", options_.sample_stride}, {"recent", "budget/8"}};
     return {{"window", options_.snap_window}, {"pool", options_.snap_pool}};
   }
 
@@ -53,17 +59,12 @@ class WindowMethod final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t n = block.candidates(), last = block.first_query + block.n_queries - 1;
-    uint32_t first = 0, recent = std::min(budget / 2, n);
-    if (kind_ == Kind::snapkv) {
-      const uint32_t floor = block.mode == Mode::decode ? 0 : block.first_query;
-      first = std::max(floor, last + 1 - std::min(last + 1, options_.snap_window));
-      recent = block.mode == Mode::decode ? std::min({last + 1 - first, budget, n}) : 0;
-    }
-    const uint32_t count = last + 1 - first, prefix = n - recent, heavy = budget - recent;
-    layouts::WindowPush push{s.heads, s.kv_heads, s.tokens, first, count, prefix, s.tokens,
-                             float(layer_.scale / std::log(2.0)), options_.snap_pool};
+    const Window w = window(kind_, options_, block, budget);
+    const uint32_t prefix = n - w.recent, heavy = budget - w.recent;
+    layouts::WindowPush push{s.heads,  s.kv_heads, s.tokens,  w.first, w.count, w.stride, prefix,
+                             s.tokens, float(layer_.scale / std::log(2.0)), options_.snap_pool};
     if (heavy > 0 && prefix > 0) {
-      pass.dispatch(lse_kernel_, {&queries_, &layer_.keys, &lse_}, push, count, s.heads, 1, "window_lse");
+      pass.dispatch(lse_kernel_, {&queries_, &layer_.keys, &lse_}, push, w.count, s.heads, 1, "window_lse");
       pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, 128),
                     s.kv_heads, 1, "window_scores");
       const vk::Buffer* ranked = &scores_;
@@ -73,7 +74,7 @@ class WindowMethod final : public Method {
       }
       topk_.record(pass, *ranked, s.kv_heads, prefix, s.tokens, heavy, indices, budget);
     }
-    const layouts::RecentPush tail{s.kv_heads, budget, heavy > 0 ? std::min(heavy, prefix) : 0, prefix, recent};
+    const layouts::RecentPush tail{s.kv_heads, budget, heavy > 0 ? std::min(heavy, prefix) : 0, prefix, w.recent};
     pass.dispatch(recent_kernel_, {&indices}, tail, s.kv_heads, 1, 1, "recent_keys");
   }
 
@@ -91,6 +92,11 @@ class WindowMethod final : public Method {
 std::unique_ptr<Method> make_snapkv(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,
                                     uint32_t) {
   return std::make_unique<WindowMethod>(device, layer, options, WindowMethod::Kind::snapkv);
+}
+
+std::unique_ptr<Method> make_sample_attention(const vk::Device& device, const GpuLayer& layer,
+                                              const MethodOptions& options, Mode, uint32_t) {
+  return std::make_unique<WindowMethod>(device, layer, options, WindowMethod::Kind::sample_attention);
 }
 
 std::unique_ptr<Method> make_h2o(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, Mode,

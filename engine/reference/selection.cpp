@@ -1,6 +1,7 @@
 #include "reference/selection.h"
 
 #include "methods/pca.h"
+#include "methods/window.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "error.h"
 #include "methods/pca.h"
+#include "methods/window.h"
 
 namespace kv::reference {
 namespace {
@@ -287,14 +289,15 @@ Selection sparq(const HostLayer& l, const MethodOptions& o, const Block& block, 
 // [first, first + count) summed over the group's heads and the window, over the
 // scored prefix (optionally average-pooled), top budget - recent, then the
 // `recent` last candidates.
-Selection window_method(const HostLayer& l, const Block& block, uint32_t budget, uint32_t first, uint32_t count,
-                        uint32_t recent, uint32_t pool) {
+Selection window_method(const HostLayer& l, const Block& block, uint32_t budget, const Window& w, uint32_t pool) {
+  const uint32_t recent = w.recent;
   const uint32_t n = block.candidates(), prefix = n - recent, heavy = budget - recent, r = l.shape.group();
   Selection s;
   for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
     Vector scores(prefix, 0.0);
     for (uint32_t h = g * r; h < (g + 1) * r; ++h)
-      for (uint32_t position = first; position < first + count; ++position) {
+      for (uint32_t i = 0; i < w.count; ++i) {
+        const uint32_t position = w.first + i * w.stride;
         const Vector p = probabilities(l, h, position);
         for (uint32_t j = 0; j < prefix && j <= position; ++j) scores[j] += p[j];
       }
@@ -313,17 +316,15 @@ Selection window_method(const HostLayer& l, const Block& block, uint32_t budget,
 }
 
 Selection snapkv(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  const uint32_t last = block.first_query + block.n_queries - 1;
-  const uint32_t floor = block.mode == Mode::decode ? 0 : block.first_query;
-  const uint32_t first = std::max(floor, last + 1 - std::min(last + 1, o.snap_window));
-  const uint32_t count = last + 1 - first;
-  const uint32_t recent = block.mode == Mode::decode ? std::min({count, budget, block.candidates()}) : 0;
-  return window_method(l, block, budget, first, count, recent, o.snap_pool);
+  return window_method(l, block, budget, window(WindowKind::snapkv, o, block, budget), o.snap_pool);
 }
 
-Selection h2o(const HostLayer& l, const Block& block, uint32_t budget) {
-  const uint32_t last = block.first_query + block.n_queries - 1;
-  return window_method(l, block, budget, 0, last + 1, std::min(budget / 2, block.candidates()), 1);
+Selection h2o(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  return window_method(l, block, budget, window(WindowKind::h2o, o, block, budget), 1);
+}
+
+Selection sample_attention(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  return window_method(l, block, budget, window(WindowKind::sample_attention, o, block, budget), 1);
 }
 
 Selection loki(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
@@ -408,7 +409,8 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "sparq") return sparq(layer, options, block, budget);
   if (method == "snapkv") return snapkv(layer, options, block, budget);
   if (method == "loki") return loki(layer, options, block, budget);
-  if (method == "h2o") return h2o(layer, block, budget);
+  if (method == "h2o") return h2o(layer, options, block, budget);
+  if (method == "sampleattention") return sample_attention(layer, options, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }
 
