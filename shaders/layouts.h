@@ -227,7 +227,7 @@ KV_PUSH_STRUCT(WindowPush, WINDOW_FIELDS)
   uint recent;
 KV_PUSH_STRUCT(RecentPush, RECENT_FIELDS)
 
-// loki_project_keys.comp (once per cache): K~ = K U^T, [G, T, rank] floats,
+// loki_project_keys.comp (once per cache): K~ = U K^T, [G, rank, T] floats,
 // with the basis U [G, rank, d]; loki_scores.comp: per query head,
 // (U q) . K~_j over the candidates.
 #define LOKI_MAX_BASIS 8192u /* rank x d floats in shared memory */

@@ -1,6 +1,6 @@
 #version 460
 // Loki, once per cache: every key projected onto its KV head's principal
-// components, K~[g, j, c] = u_{g,c} . k_j, so that scoring reads rank floats
+// components, K~[g, c, j] = u_{g,c} . k_j, so that scoring reads rank floats
 // per key instead of d values.
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
@@ -13,7 +13,7 @@ layout(local_size_x = 128) in;
 
 layout(std430, binding = 0) readonly buffer Keys { uvec4 keys[]; };          // [G, T, d]
 layout(std430, binding = 1) readonly buffer Basis { float basis[]; };        // [G, rank, d]
-layout(std430, binding = 2) writeonly buffer Projected { float projected[]; };  // [G, T, rank]
+layout(std430, binding = 2) writeonly buffer Projected { float projected[]; };  // [G, rank, T]
 
 layout(push_constant) uniform LokiPush { LOKI_FIELDS } pc;
 
@@ -34,6 +34,6 @@ void main() {
       for (uint x = 0u; x < 4u; ++x)
         sum += basis_tile[c * HEAD_DIM + chunk * 8u + x] * lo[x] + basis_tile[c * HEAD_DIM + chunk * 8u + 4u + x] * hi[x];
     }
-    projected[(g * pc.n_tokens + j) * pc.rank + c] = sum;
+    projected[(g * pc.rank + c) * pc.n_tokens + j] = sum;
   }
 }

@@ -9,7 +9,7 @@ layout(local_size_x = 128) in;
 
 layout(std430, binding = 0) readonly buffer MeanQuery { float mean_query[]; };  // [H, d]
 layout(std430, binding = 1) readonly buffer Basis { float basis[]; };           // [G, rank, d]
-layout(std430, binding = 2) readonly buffer Projected { float projected[]; };   // [G, T, rank]
+layout(std430, binding = 2) readonly buffer Projected { float projected[]; };   // [G, rank, T], channel-major: neighbouring keys, neighbouring words
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };        // [H, row_stride]
 
 layout(push_constant) uniform LokiPush { LOKI_FIELDS } pc;
@@ -26,6 +26,6 @@ void main() {
   barrier();
   if (j >= pc.n_candidates) return;
   float score = 0.0;
-  for (uint c = 0u; c < pc.rank; ++c) score += query[c] * projected[(g * pc.n_tokens + j) * pc.rank + c];
+  for (uint c = 0u; c < pc.rank; ++c) score += query[c] * projected[(g * pc.rank + c) * pc.n_tokens + j];
   scores[head * pc.row_stride + j] = score;
 }

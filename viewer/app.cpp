@@ -491,15 +491,22 @@ void App::recall_panel() {
     ImGui::SameLine();
     ImGui::TextDisabled("(%zu of %zu points)", curve_points_ - curve_todo_.size(), curve_points_);
   }
-  const float chart_height = (ImGui::GetContentRegionAvail().y - 130) / 2;
+  const float chart_height = (ImGui::GetContentRegionAvail().y - 150) / 2;
   const ImVec2 size(ImGui::GetContentRegionAvail().x, std::max(60.0f, chart_height));
   budget_chart("coverage of dense attention mass", curves_, &MetricTriple::coverage, size);
   budget_chart("recall of the oracle's keys", curves_, &MetricTriple::recall, size);
-  for (const char* m : kMethods) {
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(method_color(m)), "%s", m);
-    ImGui::SameLine();
-  }
-  ImGui::TextColored(ImVec4(0.35f, 0.35f, 0.35f, 1), "dense");
+  // The legend wraps: more methods than one line holds at 1600 pixels.
+  const float legend_width = ImGui::GetContentRegionAvail().x;
+  float used = 0;
+  auto legend = [&](const char* name, ImVec4 color) {
+    const float w = ImGui::CalcTextSize(name).x + ImGui::GetStyle().ItemSpacing.x;
+    if (used > 0 && used + w <= legend_width) ImGui::SameLine();
+    else used = 0;
+    ImGui::TextColored(color, "%s", name);
+    used += w;
+  };
+  for (const char* m : kMethods) legend(m, ImGui::ColorConvertU32ToFloat4(method_color(m)));
+  legend("dense", ImVec4(0.35f, 0.35f, 0.35f, 1));
   std::vector<float> per_head;
   for (const HeadMetrics& h : current_.heads) per_head.push_back(float(h.coverage));
   char label[96];
