@@ -72,6 +72,7 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
   if (!args.positional().empty()) throw InputError("dense: unexpected argument '" + args.positional()[0] + "'");
   if (args.flag("decode") == args.flag("prefill")) throw InputError("dense: give exactly one of --decode and --prefill");
   Capture capture(args.required("capture"));
+  require_finite(capture, global.allow_nonfinite);
   const CaptureLayer& layer =
       capture.layer(args.has("layer") ? int(args.count("layer", 0, 0, 1u << 20)) : capture.layers().front().index);
   const uint32_t T = layer.shape.tokens;

@@ -125,6 +125,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
     if (b == 0) throw InputError("eval: budgets must be positive");
 
   Capture capture(args.required("capture"));
+  require_finite(capture, global.allow_nonfinite);
   std::vector<const CaptureLayer*> layers;
   const std::string layer_list = args.text("layers", "all");
   if (layer_list == "all") {

@@ -13,7 +13,10 @@ const char* const kInfoHelp =
     "usage: kvscope info FILE\n\n"
     "Describes a capture (../shared/spec/CAPTURE.md): model, source, tokens, and\n"
     "per layer the head counts H and G, group size r, length T, head dimension d,\n"
-    "dtype and logit scale. A malformed file is refused with a one-line error.\n";
+    "dtype and logit scale, and whether every q, k and v value is finite (the first\n"
+    "NaN or Inf by tensor, head, token and channel; other commands refuse such a\n"
+    "capture unless given --allow-nonfinite). A malformed file is refused with a\n"
+    "one-line error.\n";
 
 int run_info(const GlobalOptions&, const std::vector<std::string>& argv) {
   Args args("info", argv, {}, {});
@@ -25,7 +28,9 @@ int run_info(const GlobalOptions&, const std::vector<std::string>& argv) {
   std::printf("source    %s\n", capture.source().c_str());
   std::printf("tokens    %u (ids: %s, text: %s)\n", capture.tokens(), capture.has_token_ids() ? "yes" : "no",
               capture.has_token_text() ? "yes" : "no");
-  std::printf("layers    %zu\n\n", capture.layers().size());
+  std::printf("layers    %zu\n", capture.layers().size());
+  const std::optional<NonFiniteValue> bad = first_non_finite(capture);
+  std::printf("values    %s\n\n", bad ? ("NOT FINITE: " + bad->describe()).c_str() : "all finite");
   std::printf("%-6s %-5s %-5s %-4s %-8s %-5s %-6s %s\n", "layer", "H", "G", "r", "T", "d", "dtype", "scale");
   for (const CaptureLayer& l : capture.layers())
     std::printf("%-6d %-5u %-5u %-4u %-8u %-5u %-6s %.6g\n", l.index, l.shape.heads, l.shape.kv_heads, l.shape.group(),

@@ -47,6 +47,7 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
   const uint32_t budget = args.required_count("budget", 1, 1u << 20), repeat = args.count("repeat", 20, 1, 100000);
   const uint32_t chunk = args.count("chunk", 128, 1, 4096);
   Capture capture(args.required("capture"));
+  require_finite(capture, global.allow_nonfinite);
   const int layer = args.has("layer") ? int(args.count("layer", 0, 0, 1u << 20)) : capture.layers().front().index;
   capture.layer(layer);
   const std::vector<Block> blocks = blocks_with_candidates(mode, capture.tokens(), args.count("probes", 64, 1), chunk);

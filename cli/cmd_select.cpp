@@ -41,6 +41,7 @@ int run_select(const GlobalOptions& global, const std::vector<std::string>& argv
   if (method == "dense") throw InputError("select: dense selects every causal key; choose a selection method");
   const uint32_t budget = args.required_count("budget", 1, 1u << 20);
   Capture capture(args.required("capture"));
+  require_finite(capture, global.allow_nonfinite);
   const CaptureLayer& layer = capture.layer(int(args.count("layer", 0, 0, 1u << 20)));
   vk::Device device(global.device);
   SelectionResult r = select_layer(device, capture, layer, method, options, mode, budget, args.count("probes", 64, 1),

@@ -9,6 +9,7 @@ namespace kv::cli {
 struct GlobalOptions {
   vk::DeviceOptions device;
   bool verbose = false;
+  bool allow_nonfinite = false;  // use captures holding NaN or Inf
 };
 
 struct Command {

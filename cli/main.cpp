@@ -32,7 +32,7 @@ const Command kCommands[] = {
 
 void print_usage(FILE* out) {
   std::fprintf(out,
-               "usage: kvscope [--device N|NAME] [--verbose] [--debug] COMMAND [options]\n\n"
+               "usage: kvscope [--device N|NAME] [--verbose] [--debug|--debug-sync] [--allow-nonfinite] COMMAND [options]\n\n"
                "Query-aware KV-cache selection and sparse attention on any Vulkan GPU.\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
   std::fprintf(out,
@@ -40,6 +40,8 @@ void print_usage(FILE* out) {
                "  --device N|NAME  device index or name substring (default: discrete GPU, else integrated, else CPU)\n"
                "  --verbose        more detail on stderr\n"
                "  --debug          enable the Khronos validation layer\n"
+               "  --debug-sync     the validation layer with its synchronisation checks\n"
+               "  --allow-nonfinite  use a capture holding NaN or Inf (refused otherwise; 'info' reports them)\n"
                "\n'kvscope COMMAND --help' describes a command.\n");
 }
 
@@ -59,6 +61,10 @@ int main(int argc, char** argv) {
         global.device.selector = a.substr(9);
       } else if (a == "--verbose") {
         global.verbose = true;
+      } else if (a == "--allow-nonfinite") {
+        global.allow_nonfinite = true;
+      } else if (a == "--debug-sync") {
+        global.device.validation = global.device.sync_validation = true;
       } else if (a == "--debug") {
         global.device.validation = true;
       } else if (!command && (a == "--help" || a == "-h")) {

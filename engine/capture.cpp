@@ -214,4 +214,52 @@ void write_capture(const std::filesystem::path& path, const CaptureData& capture
   write_safetensors(path, tensors, metadata);
 }
 
+namespace {
+
+// Exponent bits all ones: infinity or NaN, in each storage dtype.
+bool non_finite(DType dtype, const std::byte* value) {
+  if (dtype == DType::f32) {
+    uint32_t bits;
+    std::memcpy(&bits, value, 4);
+    return (bits & 0x7f800000u) == 0x7f800000u;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, value, 2);
+  return dtype == DType::f16 ? (bits & 0x7c00u) == 0x7c00u : (bits & 0x7f80u) == 0x7f80u;
+}
+
+}  // namespace
+
+std::string NonFiniteValue::describe() const {
+  return tensor + " has " + std::to_string(count) + " non-finite value" + (count == 1 ? "" : "s") +
+         " (NaN or Inf), the first at head " + std::to_string(head) + ", token " + std::to_string(token) +
+         ", channel " + std::to_string(channel);
+}
+
+std::optional<NonFiniteValue> first_non_finite(const Capture& capture) {
+  for (const CaptureLayer& layer : capture.layers()) {
+    const size_t element = dtype_size(layer.dtype);
+    for (const auto& [name, tensor] : {std::pair{"q", layer.q}, std::pair{"k", layer.k}, std::pair{"v", layer.v}}) {
+      const size_t n = tensor->data.size() / element;
+      std::optional<NonFiniteValue> found;
+      for (size_t i = 0; i < n; ++i) {
+        if (!non_finite(layer.dtype, tensor->data.data() + i * element)) continue;
+        if (!found) {
+          const size_t per_head = size_t(layer.shape.tokens) * layer.shape.dim;
+          found = NonFiniteValue{"layers." + std::to_string(layer.index) + "." + name, uint32_t(i / per_head),
+                                 uint32_t(i % per_head / layer.shape.dim), uint32_t(i % layer.shape.dim), 0};
+        }
+        ++found->count;
+      }
+      if (found) return found;
+    }
+  }
+  return std::nullopt;
+}
+
+void require_finite(const Capture& capture, bool allow) {
+  if (allow) return;
+  if (auto bad = first_non_finite(capture)) throw InputError(bad->describe() + "; --allow-nonfinite to use it anyway");
+}
+
 }  // namespace kv

@@ -60,6 +60,19 @@ class Capture {
   const TensorView* token_offsets_ = nullptr;
 };
 
+// The first NaN or infinity in a capture's q, k and v tensors (layer order, then
+// q, k, v), with its place [head, token, channel]; nothing when all are finite.
+struct NonFiniteValue {
+  std::string tensor;  // e.g. "layers.3.k"
+  uint32_t head = 0, token = 0, channel = 0;
+  size_t count = 0;  // non-finite values in that tensor
+  std::string describe() const;  // "layers.3.k has 2 non-finite values, the first at head 1, token 77, channel 5"
+};
+std::optional<NonFiniteValue> first_non_finite(const Capture& capture);
+// Refuses (InputError) a capture with NaN or Inf unless `allow`; the attention
+// of a non-finite key or query is undefined, so no metric of it can be trusted.
+void require_finite(const Capture& capture, bool allow);
+
 // Values of an F16/BF16/F32 tensor (or a byte range of one) as float.
 std::vector<float> to_float(DType dtype, std::span<const std::byte> bytes);
 // Floats stored as `dtype` (F16, BF16 or F32), little-endian.

@@ -33,6 +33,7 @@ expect 0 "devices" -- "$kvscope" devices
 expect 0 "synth" -- "$kvscope" synth --out "$work/s.safetensors" --heads 4 --kv-heads 2 --dim 64 --tokens 300 --layers 2
 expect 0 "info" -- "$kvscope" info "$work/s.safetensors"
 grep -q "^1 *4 *2 *2 *300 *64 *F16" "$work/out" || { echo "FAIL: info does not list layer 1"; failures=$((failures + 1)); }
+grep -q "^values *all finite" "$work/out" || { echo "FAIL: info does not report finite values"; failures=$((failures + 1)); }
 expect 0 "dense decode check" -- "$kvscope" --debug dense --capture "$work/s.safetensors" --decode --probes 8 --check
 expect 0 "dense prefill check" -- "$kvscope" --debug dense --capture "$work/s.safetensors" --prefill --chunk 64 --check --json
 grep -q '"pass": true' "$work/out" || { echo "FAIL: dense --json lacks a passing check"; failures=$((failures + 1)); }
@@ -41,18 +42,18 @@ expect 2 "dense without a mode" -- "$kvscope" dense --capture "$work/s.safetenso
 head -c 100 "$work/s.safetensors" >"$work/truncated.safetensors"
 expect 2 "info on a truncated file" -- "$kvscope" info "$work/truncated.safetensors"
 expect 2 "info on a missing file" -- "$kvscope" info "$work/none.safetensors"
-expect 0 "eval decode with json and csv" -- "$kvscope" --debug eval --capture "$work/s.safetensors" --decode --probes 2 --budgets 32,64 --json "$work/e.json" --csv "$work/e.csv"
+expect 0 "eval decode with json and csv" -- "$kvscope" --debug-sync eval --capture "$work/s.safetensors" --decode --probes 2 --budgets 32,64 --json "$work/e.json" --csv "$work/e.csv"
 grep -q '"timings_ms"' "$work/e.json" || { echo "FAIL: eval --json lacks timings_ms"; failures=$((failures + 1)); }
 [ "$(wc -l <"$work/e.csv")" = 25 ] || { echo "FAIL: eval --csv has $(wc -l <"$work/e.csv") lines, expected 25"; failures=$((failures + 1)); }
-expect 0 "select prefill" -- "$kvscope" --debug select --capture "$work/s.safetensors" --layer 1 --method quoka --budget 32 --prefill --chunk 64 --out "$work/sel.safetensors"
+expect 0 "select prefill" -- "$kvscope" --debug-sync select --capture "$work/s.safetensors" --layer 1 --method quoka --budget 32 --prefill --chunk 64 --out "$work/sel.safetensors"
 expect 2 "select with an unknown method" -- "$kvscope" select --capture "$work/s.safetensors" --layer 0 --method nope --budget 8 --decode --out "$work/bad.safetensors"
 [ -e "$work/bad.safetensors" ] && { echo "FAIL: a refused select left a file"; failures=$((failures + 1)); }
 expect 2 "eval with a bad budget list" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --budgets 8,x
 expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --gqa-agg median
-expect 0 "bench at a small size" -- "$kvscope" --debug bench --lengths 512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
+expect 0 "bench at a small size" -- "$kvscope" --debug-sync bench --lengths 512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
 grep -q '"read_gb_per_s"' "$work/b.json" || { echo "FAIL: bench --json lacks read_gb_per_s"; failures=$((failures + 1)); }
 expect 2 "bench with a length below two chunks" -- "$kvscope" bench --lengths 100 --chunk 128
-expect 0 "inspect a prefill chunk" -- "$kvscope" --debug inspect --capture "$work/s.safetensors" --prefill --chunk 64 --method quoka --budget 32 --repeat 2 --json
+expect 0 "inspect a prefill chunk" -- "$kvscope" --debug-sync inspect --capture "$work/s.safetensors" --prefill --chunk 64 --method quoka --budget 32 --repeat 2 --json
 grep -q '"inspection_ms"' "$work/out" || { echo "FAIL: inspect --json lacks inspection_ms"; failures=$((failures + 1)); }
 expect 2 "inspect a block past the end" -- "$kvscope" inspect --capture "$work/s.safetensors" --decode --probes 4 --block 9 --method quest --budget 8
 expect 2 "unknown device" -- "$kvscope" --device no-such-gpu dense --capture "$work/s.safetensors" --decode

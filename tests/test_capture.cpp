@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <random>
 
@@ -169,6 +170,52 @@ TEST(Capture, WriterLeavesNoPartialFileOnFailure) {
   EXPECT_THROW(write_capture(dir / "x.safetensors", data), InputError);
   EXPECT_FALSE(fs::exists(dir / "x.safetensors"));
   EXPECT_FALSE(fs::exists(dir / "x.safetensors.partial"));
+}
+
+// A NaN or an infinity planted at a known place is found, counted and named;
+// require_finite refuses the capture unless allowed.
+TEST(Capture, FindsTheFirstNonFiniteValue) {
+  const AttentionShape s{4, 2, 30, 16};
+  for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+    for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+      std::vector<float> q(size_t(s.heads) * s.tokens * s.dim, 0.5f), k(size_t(s.kv_heads) * s.tokens * s.dim, -0.25f),
+          v(k.size(), 1.0f);
+      k[(size_t(1) * s.tokens + 17) * s.dim + 5] = bad;  // head 1, token 17, channel 5
+      k[(size_t(1) * s.tokens + 29) * s.dim + 0] = -bad;
+      std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v);
+      CaptureData data;
+      data.model = "nonfinite";
+      data.source = "test";
+      data.layers.push_back({0, s, dtype, qb, from_float(dtype, std::vector<float>(k.size(), 0.0f)), vb});
+      data.layers.push_back({3, s, dtype, qb, kb, vb});
+      const std::filesystem::path path = test::temp_path(std::string("nonfinite_") + dtype_name(dtype) + ".safetensors");
+      write_capture(path, data);
+      Capture capture(path);
+      const std::optional<NonFiniteValue> found = first_non_finite(capture);
+      ASSERT_TRUE(found.has_value()) << dtype_name(dtype);
+      EXPECT_EQ(found->tensor, "layers.3.k");
+      EXPECT_EQ(found->head, 1u);
+      EXPECT_EQ(found->token, 17u);
+      EXPECT_EQ(found->channel, 5u);
+      EXPECT_EQ(found->count, 2u);
+      EXPECT_THROW(require_finite(capture, false), InputError);
+      EXPECT_NO_THROW(require_finite(capture, true));
+    }
+  }
+}
+
+TEST(Capture, FiniteCaptureHasNoNonFiniteValue) {
+  const AttentionShape s{2, 1, 8, 8};
+  std::vector<float> values(size_t(s.heads) * s.tokens * s.dim, 65504.0f);  // the largest finite fp16
+  std::vector<std::byte> q = from_float(DType::f16, values),
+                         kv = from_float(DType::f16, std::span(values).first(size_t(s.kv_heads) * s.tokens * s.dim));
+  CaptureData data;
+  data.model = "finite";
+  data.source = "test";
+  data.layers.push_back({0, s, DType::f16, q, kv, kv});
+  const std::filesystem::path path = test::temp_path("finite.safetensors");
+  write_capture(path, data);
+  EXPECT_FALSE(first_non_finite(Capture(path)).has_value());
 }
 
 }  // namespace

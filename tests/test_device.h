@@ -14,6 +14,7 @@ inline vk::Device& device() {
     vk::DeviceOptions options;
     if (const char* selector = std::getenv("KVSCOPE_TEST_DEVICE")) options.selector = selector;
     options.validation = std::getenv("KVSCOPE_TEST_NO_VALIDATION") == nullptr;
+    options.sync_validation = std::getenv("KVSCOPE_TEST_SYNC_VALIDATION") != nullptr;
     return new vk::Device(options);
   }();
   return *device;

@@ -2,6 +2,7 @@
 // "Ties and precision"): the GPU set's recall against the reference set, and
 // the metrics of eval against the reference metrics.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -221,6 +222,46 @@ TEST_F(MetadataTest, AppendUpdatesMatchFullBuild) {
   EXPECT_EQ(bytes(full_keys.low_high()), bytes(appended_keys.low_high()));
   EXPECT_EQ(bytes(full_keys.bits()), bytes(appended_keys.bits()));
 }
+
+}  // namespace
+}  // namespace kv
+
+namespace kv {
+namespace {
+
+// Issue 8: the same inputs on the same device give bit-identical selections
+// and metrics, run after run (no float atomics, no order-dependent reductions).
+class DeterminismTest : public test::GpuTest, public ::testing::WithParamInterface<Mode> {};
+
+TEST_P(DeterminismTest, SelectionsAndMetricsAreBitIdenticalAcrossRuns) {
+  const Mode mode = GetParam();
+  const fs::path path = random_capture(std::string("determinism_") + mode_name(mode), kGqa, DType::f16);
+  Capture capture(path);
+  const CaptureLayer& layer = capture.layer(0);
+  EvalConfig config;
+  config.mode = mode;
+  config.probes = 2;
+  config.chunk = 64;
+  config.methods = {"dense"};
+  for (const std::string& m : method_names()) config.methods.push_back(m);
+  config.budgets = {24, 100};
+  const std::vector<EvalRow> first = evaluate_layer(test::device(), capture, layer, config);
+  const std::vector<EvalRow> second = evaluate_layer(test::device(), capture, layer, config);
+  ASSERT_EQ(first.size(), second.size());
+  for (size_t i = 0; i < first.size(); ++i)
+    for (size_t h = 0; h < first[i].per_head.size(); ++h) {
+      const MetricTriple &a = first[i].per_head[h], &b = second[i].per_head[h];
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << first[i].method << " k=" << first[i].budget << " head " << h;
+    }
+  for (const std::string& m : method_names()) {
+    const SelectionResult a = select_layer(test::device(), capture, layer, m, {}, mode, 100, 2, 64);
+    const SelectionResult b = select_layer(test::device(), capture, layer, m, {}, mode, 100, 2, 64);
+    EXPECT_EQ(a.indices, b.indices) << m;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, DeterminismTest, ::testing::Values(Mode::decode, Mode::prefill),
+                         [](const ::testing::TestParamInfo<Mode>& info) { return std::string(mode_name(info.param)); });
 
 }  // namespace
 }  // namespace kv

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The viewer under Xvfb: two screenshots of a synthetic capture with different
 # methods, checked for the four panels and a changed map; the validation layer
-# must stay silent (--debug makes the viewer exit 1 otherwise).
+# must stay silent (--debug-sync: the validation layer with its synchronisation checks; the viewer exits 1 on any message).
 set -u
 viewer=$1 kvscope=$2 check=$3
 work=$(mktemp -d)
@@ -9,7 +9,7 @@ trap 'rm -rf "$work"' EXIT
 "$kvscope" synth --out "$work/s.safetensors" --heads 8 --kv-heads 2 --dim 64 --tokens 512 >/dev/null || exit 1
 shoot() {
   XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp} xvfb-run -a -s "-screen 0 1600x1000x24" \
-    "$viewer" "$work/s.safetensors" --debug --screenshot "$1" --method "$2" --budget 64 || { echo "FAIL: viewer exited $?"; exit 1; }
+    "$viewer" "$work/s.safetensors" --debug-sync --screenshot "$1" --method "$2" --budget 64 || { echo "FAIL: viewer exited $?"; exit 1; }
 }
 shoot "$work/quest.png" quest
 shoot "$work/streaming.png" streaming

@@ -104,6 +104,7 @@ App::App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::
 void App::open_capture(const std::string& path) {
   try {
     auto capture = std::make_unique<Capture>(path);
+    require_finite(*capture, state_.allow_nonfinite);
     inspector_.reset();  // it refers to the old capture's layer
     capture_ = std::move(capture);
     capture_path_ = path;

@@ -23,6 +23,7 @@ struct ViewState {
   uint32_t chunk = 128;
   bool live = true;  // re-run every frame (the latency history shows jitter)
   bool complete_before_drawing = false;  // screenshots: every curve point before the first frame
+  bool allow_nonfinite = false;          // open captures holding NaN or Inf
 };
 
 // The viewer's UI state and a snapshot of engine results; it draws with ImGui

@@ -20,9 +20,9 @@
 namespace {
 
 const char* const kUsage =
-    "usage: kvscope-viewer CAPTURE [--device N|NAME] [--debug] [--layer L] [--decode|--prefill]\n"
+    "usage: kvscope-viewer CAPTURE [--device N|NAME] [--debug|--debug-sync] [--layer L] [--decode|--prefill]\n"
     "                      [--block I] [--method M] [--budget K] [--head H] [--chunk B]\n"
-    "                      [--screenshot OUT.png] [--width W] [--height H]\n\n"
+    "                      [--screenshot OUT.png] [--width W] [--height H] [--allow-nonfinite]\n\n"
     "Opens a capture and re-runs selection, sparse attention and metrics on the GPU\n"
     "whenever the method, budget, layer, head or block changes. --screenshot renders\n"
     "the given state (a few frames, so the layout settles), writes a PNG and exits.\n";
@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
         return 0;
       } else if (a == "--device") device_options.selector = value();
       else if (a == "--debug") device_options.validation = true;
+      else if (a == "--debug-sync") device_options.validation = device_options.sync_validation = true;
       else if (a == "--layer") { state.layer = parse_int(a, value()); layer_given = true; }
       else if (a == "--decode") state.mode = kv::Mode::decode;
       else if (a == "--prefill") state.mode = kv::Mode::prefill;
@@ -97,6 +98,7 @@ int main(int argc, char** argv) {
       else if (a == "--head") state.head = parse_int(a, value());
       else if (a == "--chunk") state.chunk = uint32_t(parse_int(a, value()));
       else if (a == "--screenshot") screenshot = value();
+      else if (a == "--allow-nonfinite") state.allow_nonfinite = true;
       else if (a == "--width") width = parse_int(a, value());
       else if (a == "--height") height = parse_int(a, value());
       else if (a.rfind("--", 0) == 0) throw kv::InputError("unknown option " + a + " (see --help)");
@@ -112,6 +114,7 @@ int main(int argc, char** argv) {
     if (!known) throw kv::InputError("unknown method '" + state.method + "'");
 
     auto capture = std::make_unique<kv::Capture>(capture_path);
+    kv::require_finite(*capture, state.allow_nonfinite);
     if (!layer_given) state.layer = capture->layers().front().index;
     capture->layer(state.layer);  // refuses a missing layer now, with the one-line error
 

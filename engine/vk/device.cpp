@@ -53,7 +53,7 @@ VkDebugUtilsMessengerCreateInfoEXT messenger_info(std::atomic<uint64_t>* counter
 }
 
 // The caller owns the returned instance.
-VkInstance create_instance(bool validation, std::atomic<uint64_t>* counter,
+VkInstance create_instance(bool validation, bool sync_validation, std::atomic<uint64_t>* counter,
                            const std::vector<std::string>& extra_extensions = {}) {
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
@@ -76,6 +76,15 @@ VkInstance create_instance(bool validation, std::atomic<uint64_t>* counter,
     layers.push_back(kValidationLayer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     info.pNext = &debug;  // also reports problems inside vkCreateInstance
+  }
+  const VkValidationFeatureEnableEXT sync = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  if (validation && sync_validation) {
+    features.enabledValidationFeatureCount = 1;
+    features.pEnabledValidationFeatures = &sync;
+    features.pNext = info.pNext;
+    info.pNext = &features;
+    extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
   }
   info.pApplicationInfo = &app;
   info.enabledLayerCount = static_cast<uint32_t>(layers.size());
@@ -191,7 +200,7 @@ std::vector<DeviceInfo> list_devices() {
   struct ScopedInstance {
     VkInstance handle;
     ~ScopedInstance() { vkDestroyInstance(handle, nullptr); }
-  } instance{create_instance(false, nullptr)};
+  } instance{create_instance(false, false, nullptr)};
   std::vector<DeviceInfo> infos;
   std::vector<VkPhysicalDevice> devices = physical_devices(instance.handle);
   for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
@@ -200,7 +209,8 @@ std::vector<DeviceInfo> list_devices() {
 
 Device::Device(const DeviceOptions& options)
     : validation_messages_(std::make_unique<std::atomic<uint64_t>>(0)) {
-  instance_ = create_instance(options.validation, validation_messages_.get(), options.instance_extensions);
+  instance_ = create_instance(options.validation, options.sync_validation, validation_messages_.get(),
+                              options.instance_extensions);
   try {
     if (options.validation) {
       auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(

@@ -28,6 +28,7 @@ struct DeviceInfo {
 struct DeviceOptions {
   std::string selector;     // "" = best; a number = index; else a name substring
   bool validation = false;  // Khronos validation layer plus a message counter
+  bool sync_validation = false;  // with validation: also its synchronisation checks (hazards between dispatches)
   // For a front end that also draws (the viewer): extra extensions, and a queue
   // family that does graphics as well as compute.
   std::vector<std::string> instance_extensions;
