@@ -22,6 +22,7 @@ class QuestPages {
  private:
   const GpuLayer* layer_;
   uint32_t page_size_;
+  uint32_t max_groups_x_;
   uint32_t pages_;
   vk::Kernel kernel_;
   vk::Buffer minmax_;

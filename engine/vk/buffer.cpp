@@ -23,6 +23,9 @@ void check_range(const Buffer& buffer, VkDeviceSize offset, size_t bytes, const 
 
 Buffer::Buffer(const Device& device, VkDeviceSize bytes, MemoryKind kind)
     : device_(&device), bytes_(bytes) {
+  if (bytes > device.largest_heap_bytes())
+    throw InputError("a buffer of " + std::to_string(bytes >> 20) + " MiB is larger than any memory heap of " +
+                     device.info().name + " (largest " + std::to_string(device.largest_heap_bytes() >> 20) + " MiB)");
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = std::max<VkDeviceSize>(bytes, 4);  // Vulkan forbids empty buffers
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
@@ -39,13 +42,25 @@ Buffer::Buffer(const Device& device, VkDeviceSize bytes, MemoryKind kind)
                       : device.memory_type(requirements.memoryTypeBits,
                                            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
                                            VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  // Sizes are checked before allocating, so that a capture too large for the
+  // device is a one-line error with both numbers, never a driver failure.
+  if (kind == MemoryKind::device_local && bytes > device.limits().maxStorageBufferRange)
+    throw InputError("a buffer of " + std::to_string(bytes >> 20) + " MiB exceeds the largest storage buffer " +
+                     device.info().name + " binds (" + std::to_string(device.limits().maxStorageBufferRange >> 20) +
+                     " MiB); use fewer tokens or heads per capture layer");
+  if (requirements.size > device.heap_bytes(type))
+    throw InputError("a buffer of " + std::to_string(requirements.size >> 20) + " MiB does not fit the device's " +
+                     std::to_string(device.heap_bytes(type) >> 20) + " MiB memory heap (capture too large for " +
+                     device.info().name + ")");
   VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   allocate.allocationSize = requirements.size;
   allocate.memoryTypeIndex = type;
   VkDeviceMemory raw_memory = VK_NULL_HANDLE;
   VkResult result = vkAllocateMemory(device.handle(), &allocate, nullptr, &raw_memory);
   if (result != VK_SUCCESS)
-    fail("vkAllocateMemory(" + std::to_string(requirements.size) + " bytes)", result);
+    throw DeviceError("out of device memory: a buffer of " + std::to_string(requirements.size >> 20) + " MiB (heap " +
+                      std::to_string(device.heap_bytes(type) >> 20) + " MiB, shared with what is already allocated): " +
+                      result_name(result));
   memory_ = UniqueMemory(device.handle(), raw_memory);
   KV_VK_CHECK(vkBindBufferMemory(device.handle(), raw_buffer, raw_memory, 0));
 

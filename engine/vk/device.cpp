@@ -294,6 +294,16 @@ uint32_t Device::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
   throw DeviceError("no Vulkan memory type with the required properties");
 }
 
+VkDeviceSize Device::heap_bytes(uint32_t type_index) const {
+  return memory_.memoryHeaps[memory_.memoryTypes[type_index].heapIndex].size;
+}
+
+VkDeviceSize Device::largest_heap_bytes() const {
+  VkDeviceSize largest = 0;
+  for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i) largest = std::max(largest, memory_.memoryHeaps[i].size);
+  return largest;
+}
+
 VkMemoryPropertyFlags Device::memory_properties(uint32_t type_index) const {
   return memory_.memoryTypes[type_index].propertyFlags;
 }

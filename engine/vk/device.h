@@ -65,6 +65,9 @@ class Device {
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,
                        VkMemoryPropertyFlags preferred = 0) const;
   VkMemoryPropertyFlags memory_properties(uint32_t type_index) const;
+  // Bytes of the heap behind a memory type.
+  VkDeviceSize heap_bytes(uint32_t type_index) const;
+  VkDeviceSize largest_heap_bytes() const;
 
   UniqueCommandBuffer allocate_command_buffer() const;
   // Records with `record`, submits, and waits for completion.
