@@ -12,7 +12,7 @@ layout(local_size_x = 128) in;
 
 #include "load.glsl"
 
-layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };  // [H, T, d], every position
+layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };  // [H, window_count, d], the window's rows
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };        // [G, T, d]
 layout(std430, binding = 2) writeonly buffer LogSumExp { float lse[]; };   // [H, window_count], log2 units
 
@@ -30,7 +30,7 @@ void main() {
   const uint position = pc.window_first + i * pc.window_stride, kv_head = head / (pc.n_heads / pc.n_kv_heads);
   for (uint chunk = tid; chunk < HEAD_DIM / 8u; chunk += 128u) {
     vec4 lo, hi;
-    load_query((head * pc.n_tokens + position) * HEAD_DIM + chunk * 8u, lo, hi);
+    load_query((head * pc.window_count + i) * HEAD_DIM + chunk * 8u, lo, hi);
     for (uint c = 0u; c < 4u; ++c) {
       query[chunk * 8u + c] = lo[c] * pc.scale_log2;
       query[chunk * 8u + 4u + c] = hi[c] * pc.scale_log2;

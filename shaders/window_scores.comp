@@ -11,7 +11,7 @@ layout(local_size_x = 128) in;
 
 #include "load.glsl"
 
-layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };  // [H, T, d]
+layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };  // [H, window_count, d], the window's rows
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };        // [G, T, d]
 layout(std430, binding = 2) readonly buffer LogSumExp { float lse[]; };    // [H, window_count], log2 units
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };   // [G, row_stride]
@@ -32,7 +32,7 @@ void main() {
       barrier();  // the previous query is no longer read
       for (uint chunk = gl_LocalInvocationIndex; chunk < HEAD_DIM / 8u; chunk += 128u) {
         vec4 lo, hi;
-        load_query((head * pc.n_tokens + position) * HEAD_DIM + chunk * 8u, lo, hi);
+        load_query((head * pc.window_count + i) * HEAD_DIM + chunk * 8u, lo, hi);
         for (uint c = 0u; c < 4u; ++c) {
           query[chunk * 8u + c] = lo[c] * pc.scale_log2;
           query[chunk * 8u + 4u + c] = hi[c] * pc.scale_log2;

@@ -18,6 +18,16 @@ namespace kv {
 
 namespace {
 
+// The most queries a block's window holds, for sizing the gathered queries.
+uint32_t max_window(WindowKind kind, const MethodOptions& o, uint32_t tokens) {
+  switch (kind) {
+    case WindowKind::snapkv: return std::min(o.snap_window, tokens);
+    case WindowKind::sample_attention: return std::min(o.sample_queries, tokens);
+    case WindowKind::h2o: return tokens;
+  }
+  return tokens;
+}
+
 class WindowMethod final : public Method {
  public:
   using Kind = WindowKind;
@@ -33,12 +43,12 @@ class WindowMethod final : public Method {
         pool_kernel_(device, "snapkv_pool", snapkv_pool_spirv, {2, sizeof(layouts::WindowPush)}, {}),
         recent_kernel_(device, "recent_keys", recent_keys_spirv, {1, sizeof(layouts::RecentPush)}, {}),
         topk_(device),
-        queries_(device, layer.host_queries.size()),
+        queries_(device, size_t(layer.shape.heads) * max_window(kind, options, layer.shape.tokens) * layer.shape.dim *
+                             dtype_size(layer.dtype)),
         lse_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4),
         pooled_(device, kind == Kind::snapkv ? size_t(layer.shape.kv_heads) * layer.shape.tokens * 4 : 4) {
     if (layer.host_queries.empty()) throw InputError(name() + " needs the layer's queries");
-    queries_.upload(layer.host_queries);
   }
 
   std::string name() const override {
@@ -64,6 +74,11 @@ class WindowMethod final : public Method {
     layouts::WindowPush push{s.heads,  s.kv_heads, s.tokens,  w.first, w.count, w.stride, prefix,
                              s.tokens, float(layer_.scale / std::log(2.0)), options_.snap_pool};
     if (heavy > 0 && prefix > 0) {
+      // Only the window's query rows go to the device, [H, count, d]: all of a
+      // long capture's queries would exceed what one storage buffer may bind.
+      std::vector<uint32_t> positions(w.count);
+      for (uint32_t i = 0; i < w.count; ++i) positions[i] = w.first + i * w.stride;
+      queries_.upload(gather_queries(s, layer_.dtype, layer_.host_queries, positions));
       pass.dispatch(lse_kernel_, {&queries_, &layer_.keys, &lse_}, push, w.count, s.heads, 1, "window_lse");
       pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, 128),
                     s.kv_heads, 1, "window_scores");
