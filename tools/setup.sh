@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
+packages=(cmake g++ clang libclang-rt-14-dev make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
           nlohmann-json3-dev libgtest-dev libimgui-dev libglfw3-dev libstb-dev xvfb xauth fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
