@@ -71,6 +71,7 @@ KV_PUSH_STRUCT(MeanQueryPush, MEAN_QUERY_FIELDS)
 
 // oracle_decode_scores.comp: scale * q_h . k_j per query head.
 // oracle_prefill_scores.comp: sum over the group's heads and the chunk's queries of p_{h,i,j}.
+// tova_scores.comp: the layer's mean of the last query's p_{h,i,j}, on every KV head's row.
 #define ORACLE_SCORES_FIELDS \
   uint n_heads; \
   uint n_kv_heads; \
@@ -176,18 +177,6 @@ KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
   uint n_splits;     \
   uint row_stride;
 KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
-
-// tova_scores.comp: the mean over the layer's query heads of the last query's
-// dense probabilities p_{h,i,j}, written to every KV head's row.
-#define TOVA_FIELDS \
-  uint n_heads;      \
-  uint n_kv_heads;   \
-  uint n_tokens;     \
-  uint n_queries;    \
-  uint n_candidates; \
-  uint row_stride;   \
-  float scale;
-KV_PUSH_STRUCT(TovaPush, TOVA_FIELDS)
 
 // sparq_scores.comp: per query head, q . k_j over the r channels of the largest
 // |q_c| (ties toward the lower channel).

@@ -16,7 +16,7 @@ layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };        // [G
 layout(std430, binding = 2) readonly buffer LogSumExp { float lse[]; };    // [H, n], natural log
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };   // [G, row_stride]
 
-layout(push_constant) uniform TovaPush { TOVA_FIELDS } pc;
+layout(push_constant) uniform OracleScoresPush { ORACLE_SCORES_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 DEFINE_LOAD8(load_key, keys)

@@ -182,11 +182,12 @@ TEST(Capture, FindsTheFirstNonFiniteValue) {
           v(k.size(), 1.0f);
       k[(size_t(1) * s.tokens + 17) * s.dim + 5] = bad;  // head 1, token 17, channel 5
       k[(size_t(1) * s.tokens + 29) * s.dim + 0] = -bad;
-      std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v);
+      std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v),
+                             zeros = from_float(dtype, std::vector<float>(k.size(), 0.0f));
       CaptureData data;
       data.model = "nonfinite";
       data.source = "test";
-      data.layers.push_back({0, s, dtype, qb, from_float(dtype, std::vector<float>(k.size(), 0.0f)), vb});
+      data.layers.push_back({0, s, dtype, qb, zeros, vb});  // the spans must outlive write_capture
       data.layers.push_back({3, s, dtype, qb, kb, vb});
       const std::filesystem::path path = test::temp_path(std::string("nonfinite_") + dtype_name(dtype) + ".safetensors");
       write_capture(path, data);

@@ -13,7 +13,7 @@ class Tova final : public Method {
  public:
   Tova(const vk::Device& device, const GpuLayer& layer)
       : layer_(layer),
-        scores_kernel_(make_layer_kernel<layouts::TovaPush>(device, "tova_scores", tova_scores_spirv, 4, layer.shape,
+        scores_kernel_(make_layer_kernel<layouts::OracleScoresPush>(device, "tova_scores", tova_scores_spirv, 4, layer.shape,
                                                             layer.dtype)),
         topk_(device),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4) {}
@@ -28,7 +28,7 @@ class Tova final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t candidates = block.candidates();
-    const layouts::TovaPush push{s.heads, s.kv_heads, s.tokens, block.n_queries, candidates, s.tokens, float(layer_.scale)};
+    const layouts::OracleScoresPush push{s.heads, s.kv_heads, s.tokens, block.n_queries, candidates, s.tokens, float(layer_.scale)};
     pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, inputs.dense_lse, &scores_}, push,
                   ceil_div(candidates, 128), 1, 1, "attention_scores");
     topk_.record(pass, scores_, s.kv_heads, candidates, s.tokens, budget, indices, budget);
