@@ -5,10 +5,13 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <fstream>
 #include <random>
 
 #include "capture.h"
+#include "safetensors.h"
+#include "selection_file.h"
 #include "temp_files.h"
 #include "error.h"
 
@@ -217,6 +220,54 @@ TEST(Capture, FiniteCaptureHasNoNonFiniteValue) {
   const std::filesystem::path path = test::temp_path("finite.safetensors");
   write_capture(path, data);
   EXPECT_FALSE(first_non_finite(Capture(path)).has_value());
+}
+
+}  // namespace
+}  // namespace kv
+
+namespace kv {
+namespace {
+
+// The selection file of CLI.md read back, and refused when it breaks a rule.
+std::filesystem::path write_selection(const std::string& name, std::vector<int32_t> indices,
+                                      std::vector<int32_t> positions, std::map<std::string, std::string> metadata) {
+  const std::filesystem::path path = test::temp_path(name + ".safetensors");
+  const uint64_t blocks = positions.size(), width = 3, rows = indices.size() / (blocks * width);
+  write_safetensors(path,
+                    {{"indices", DType::i32, {blocks, rows, width}, std::as_bytes(std::span(indices))},
+                     {"block_pos", DType::i32, {blocks}, std::as_bytes(std::span(positions))}},
+                    metadata);
+  return path;
+}
+
+TEST(SelectionFile, ReadsWhatSelectWritesAndRefusesBrokenRows) {
+  const std::map<std::string, std::string> metadata{
+      {"method", "quest"}, {"mode", "decode"}, {"budget", "3"}, {"granularity", "kv_head"}, {"params", "{\"page_size\":16}"}};
+  const std::vector<int32_t> good{0, 4, 9, 2, -1, -1, 1, 2, 3, 5, 6, 7};  // 2 blocks x 2 rows x 3
+  const SelectionFile s = read_selection_file(write_selection("selection_ok", good, {10, 11}, metadata));
+  EXPECT_EQ(s.method, "quest");
+  EXPECT_EQ(s.mode, Mode::decode);
+  EXPECT_EQ(s.budget, 3u);
+  EXPECT_EQ(s.granularity, Granularity::kv_head);
+  EXPECT_EQ(s.blocks, 2u);
+  EXPECT_EQ(s.rows, 2u);
+  EXPECT_EQ(s.width, 3u);
+  EXPECT_EQ(s.indices, good);
+  EXPECT_EQ(s.block_positions, (std::vector<int32_t>{10, 11}));
+
+  std::vector<int32_t> descending = good, after_padding = good, below = good;
+  descending[1] = 0;
+  after_padding[5] = 8;
+  below[0] = -2;
+  EXPECT_THROW(read_selection_file(write_selection("selection_desc", descending, {10, 11}, metadata)), InputError);
+  EXPECT_THROW(read_selection_file(write_selection("selection_pad", after_padding, {10, 11}, metadata)), InputError);
+  EXPECT_THROW(read_selection_file(write_selection("selection_neg", below, {10, 11}, metadata)), InputError);
+  auto without_mode = metadata;
+  without_mode.erase("mode");
+  EXPECT_THROW(read_selection_file(write_selection("selection_nomode", good, {10, 11}, without_mode)), InputError);
+  auto bad_params = metadata;
+  bad_params["params"] = "{";
+  EXPECT_THROW(read_selection_file(write_selection("selection_params", good, {10, 11}, bad_params)), InputError);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI's fuzzing run: first every kept crash reproducer (tests/fuzz/crashes, a
+# CI's fuzzing run: first every kept crash reproducer (tests/fuzz/crashes/TARGET, a
 # regression test each), then libFuzzer for a bounded time from the seed corpus
 # (a scratch copy, so the repository's corpus stays as committed). Any crash,
 # hang (-timeout), leak or sanitizer report makes libFuzzer exit non-zero.
@@ -8,8 +8,9 @@ fuzzer=$1 corpus=$2 seconds=${3:-60}
 here=$(dirname "$0")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-if compgen -G "$here/crashes/*" >/dev/null; then
-  "$fuzzer" -runs=0 "$here"/crashes/* || { echo "FAIL: a kept crash reproducer fails again"; exit 1; }
+crashes="$here/crashes/$(basename "$fuzzer")"
+if compgen -G "$crashes/*" >/dev/null; then
+  "$fuzzer" -runs=0 "$crashes"/* || { echo "FAIL: a kept crash reproducer fails again"; exit 1; }
 fi
 cp "$corpus"/* "$work"/
 cd "$work" && "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$work" 2>&1 | tail -12

@@ -1,0 +1,26 @@
+// libFuzzer target for the selection-file reader (CLI.md's `select --out`):
+// any input must either read as a selection or be refused with InputError.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "error.h"
+#include "selection_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("kvscope_fuzz_sel_" + std::to_string(::getpid()) + ".safetensors");
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  }
+  try {
+    (void)kv::read_selection_file(path);
+  } catch (const kv::InputError&) {
+  }
+  return 0;
+}
