@@ -7,6 +7,7 @@
 #include "attention.h"
 #include "capture.h"
 #include "method.h"
+#include "selection_metrics.h"
 
 namespace kv {
 
@@ -41,5 +42,21 @@ inline uint32_t rows_of(const AttentionShape& shape, Granularity granularity) {
 // The attended set A of METHODS.md: the selection, plus the chunk's own causal keys in prefill.
 AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, const vk::Buffer& selection,
                                 uint32_t heads_per_list, uint32_t width);
+
+// What a method's step is measured against: the block's dense attention, the
+// oracle's list for the same budget (and how its rows map to heads), the needle.
+struct StepReference {
+  const Attention* dense = nullptr;
+  const vk::Buffer* oracle_list = nullptr;
+  uint32_t oracle_heads_per_row = 1;
+  NeedleSpan needle;
+};
+
+// Records into one pass the method's selection into `list`, sparse attention
+// over the attended set, and the metrics against `reference` (read them with
+// metrics.read() after the pass ran). eval and the viewer's inspector share it.
+void record_selection_step(vk::Pass& pass, Method& method, const GpuLayer& gpu, const Block& block,
+                           const BlockInputs& inputs, uint32_t budget, const vk::Buffer& list, const Attention& sparse,
+                           const SelectionMetrics& metrics, const StepReference& reference);
 
 }  // namespace kv

@@ -89,8 +89,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
   for (Accumulator& a : accumulators) a.head_sums.resize(shape.heads);
   StageSamples dense_stages;
   const uint32_t oracle_heads_per_row = heads_per_row(shape, oracle->granularity());
-  NeedleSpan needle;
-  if (auto span = capture.needle_span()) needle = {span->first, span->second};
+  const NeedleSpan needle = needle_of(capture);
 
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const Block& block = blocks[bi];
@@ -108,15 +107,10 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
       pass.run();
     }
     for (size_t m = 0; m < methods.size(); ++m) {
-      Method& method = method_at(m);
-      const uint32_t per_row = heads_per_row(shape, method.granularity());
       for (size_t b = 0; b < config.budgets.size(); ++b) {
-        const uint32_t width = method.list_width(config.budgets[b]);
         vk::Pass pass(device);
-        method.record(pass, block, inputs, config.budgets[b], lists[m][b]);
-        sparse.record(pass, gpu, sparse_request(queries.buffer(), block, lists[m][b], per_row, width), "sparse_attention");
-        metrics.record(pass, block.n_queries, dense, sparse, lists[m][b], width, per_row, oracle_lists[b],
-                       config.budgets[b], oracle_heads_per_row, needle, block.candidates());
+        record_selection_step(pass, method_at(m), gpu, block, inputs, config.budgets[b], lists[m][b], sparse, metrics,
+                              {&dense, &oracle_lists[b], oracle_heads_per_row, needle});
         pass.run();
         Accumulator& a = accumulators[m * config.budgets.size() + b];
         a.stages.add(pass.stage_times());

@@ -22,15 +22,11 @@ Inspector::CurveBlock::CurveBlock(const vk::Device& device, const CaptureLayer& 
       dense(device, layer.shape, layer.dtype, Attention::Keys::dense, max_queries) {}
 
 Method& Inspector::method(const std::string& name, const MethodOptions& options) {
+  if (name == "oracle") return *oracle_;  // it takes no options
   const std::string key = name + "/" + options.key();
   std::unique_ptr<Method>& built = methods_[key];
   if (!built) built = make_method(device_, gpu_, name, options, mode_, max_block_queries(mode_, chunk_));
   return *built;
-}
-
-vk::Buffer& Inspector::scratch(vk::Buffer& buffer, size_t bytes) {
-  if (buffer.bytes() < bytes) buffer = vk::Buffer(device_, bytes);
-  return buffer;
 }
 
 Inspection Inspector::inspect(const Block& block, const std::string& method_name, const MethodOptions& options,
@@ -45,10 +41,8 @@ Inspection Inspector::inspect(const Block& block, const std::string& method_name
   r.width = chosen.list_width(budget);
   r.oracle_granularity = oracle_->granularity();
   r.oracle_rows = rows_of(s, r.oracle_granularity);
-  vk::Buffer& selection = scratch(selection_, size_t(r.rows) * r.width * 4);
-  vk::Buffer& oracle = scratch(oracle_list_, size_t(r.oracle_rows) * budget * 4);
-  NeedleSpan needle;
-  if (auto span = capture_.needle_span()) needle = {span->first, span->second};
+  vk::Buffer& selection = vk::grown(device_, selection_, size_t(r.rows) * r.width * 4);
+  vk::Buffer& oracle = vk::grown(device_, oracle_list_, size_t(r.oracle_rows) * budget * 4);
 
   queries_.upload(block);
   const BlockInputs inputs{&queries_.buffer(), &dense_.log_sum_exp_buffer()};
@@ -78,11 +72,8 @@ Inspection Inspector::inspect(const Block& block, const std::string& method_name
   }
   {
     vk::Pass pass(device_);
-    chosen.record(pass, block, inputs, budget, selection);
-    sparse_.record(pass, gpu_, sparse_request(queries_.buffer(), block, selection, heads_per_row(s, r.granularity), r.width),
-                   "sparse_attention");
-    metrics_.record(pass, block.n_queries, dense_, sparse_, selection, r.width, heads_per_row(s, r.granularity), oracle,
-                    budget, heads_per_row(s, r.oracle_granularity), needle, candidates);
+    record_selection_step(pass, chosen, gpu_, block, inputs, budget, selection, sparse_, metrics_,
+                          {&dense_, &oracle, heads_per_row(s, r.oracle_granularity), needle_of(capture_)});
     pass.run();
     for (const vk::StageTime& t : pass.stage_times())
       if (t.stage != "metrics") r.method_times.push_back(t);
@@ -120,22 +111,17 @@ MetricTriple Inspector::curve_point(const std::vector<Block>& blocks, const std:
     }
   }
   Method& chosen = method(method_name, options);
-  const uint32_t width = chosen.list_width(budget), per_row = heads_per_row(s, chosen.granularity());
-  vk::Buffer& selection = scratch(selection_, size_t(rows_of(s, chosen.granularity())) * width * 4);
-  vk::Buffer& oracle = scratch(oracle_list_, size_t(rows_of(s, oracle_->granularity())) * budget * 4);
-  NeedleSpan needle;
-  if (auto span = capture_.needle_span()) needle = {span->first, span->second};
+  vk::Buffer& selection =
+      vk::grown(device_, selection_, size_t(rows_of(s, chosen.granularity())) * chosen.list_width(budget) * 4);
+  vk::Buffer& oracle = vk::grown(device_, oracle_list_, size_t(rows_of(s, oracle_->granularity())) * budget * 4);
   MetricTriple mean;
   for (const std::unique_ptr<CurveBlock>& cb : curve_blocks_) {
     const Block& block = cb->block;
     const BlockInputs inputs{&cb->queries.buffer(), &cb->dense.log_sum_exp_buffer()};
     vk::Pass pass(device_);
     oracle_->record(pass, block, inputs, budget, oracle);
-    chosen.record(pass, block, inputs, budget, selection);
-    sparse_.record(pass, gpu_, sparse_request(cb->queries.buffer(), block, selection, per_row, width),
-                   "sparse_attention");
-    metrics_.record(pass, block.n_queries, cb->dense, sparse_, selection, width, per_row, oracle, budget,
-                    heads_per_row(s, oracle_->granularity()), needle, block.candidates());
+    record_selection_step(pass, chosen, gpu_, block, inputs, budget, selection, sparse_, metrics_,
+                          {&cb->dense, &oracle, heads_per_row(s, oracle_->granularity()), needle_of(capture_)});
     pass.run();
     const double share = 1.0 / (double(s.heads) * curve_blocks_.size());
     for (const HeadMetrics& h : metrics_.read()) {

@@ -58,8 +58,6 @@ class Inspector {
 
  private:
   Method& method(const std::string& name, const MethodOptions& options);
-  // Grows to the largest request; selections and oracle lists are rewritten per call.
-  vk::Buffer& scratch(vk::Buffer& buffer, size_t bytes);
 
   // A block of the curves with its queries and dense attention on the device.
   struct CurveBlock {
@@ -80,7 +78,7 @@ class Inspector {
   Attention sparse_;
   SelectionMetrics metrics_;
   std::unique_ptr<Method> oracle_;
-  vk::Buffer selection_, oracle_list_;
+  vk::Buffer selection_, oracle_list_;  // grow to the largest request, rewritten per call
   std::vector<std::unique_ptr<CurveBlock>> curve_blocks_;
   std::unique_ptr<QueryStatistics> query_statistics_;
   // Methods built so far, by name and parameters: pipelines and per-cache metadata

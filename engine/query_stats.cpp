@@ -40,13 +40,10 @@ QueryStats QueryStatistics::compute(uint32_t head, const Block& block, uint32_t 
   const uint32_t n = range.last - range.first;
   const size_t row_bytes = size_t(s.dim) * dtype_size(layer_.dtype);
   // Buffers grow to the largest chunk seen; the viewer calls this on every head or chunk change.
-  auto reserve = [&](vk::Buffer& buffer, size_t bytes) {
-    if (buffer.bytes() < bytes) buffer = vk::Buffer(device_, bytes);
-  };
-  reserve(queries_, n * row_bytes);
-  reserve(probabilities_, size_t(n) * range.last * sizeof(float));
-  reserve(cosines_, n * sizeof(float));
-  reserve(counts_, n * sizeof(uint32_t));
+  vk::grown(device_, queries_, n * row_bytes);
+  vk::grown(device_, probabilities_, size_t(n) * range.last * sizeof(float));
+  vk::grown(device_, cosines_, n * sizeof(float));
+  vk::grown(device_, counts_, n * sizeof(uint32_t));
   queries_.upload(layer_.q->data.subspan((size_t(head) * s.tokens + range.first) * row_bytes, n * row_bytes));
 
   const layouts::QueryStatsPush push{n,     s.tokens,    head / s.group(), range.first,

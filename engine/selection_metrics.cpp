@@ -5,6 +5,11 @@
 
 namespace kv {
 
+NeedleSpan needle_of(const Capture& capture) {
+  if (auto span = capture.needle_span()) return {span->first, span->second};
+  return {};
+}
+
 SelectionMetrics::SelectionMetrics(const vk::Device& device, const AttentionShape& shape)
     : shape_(shape),
       kernel_(device, "selection_metrics", selection_metrics_spirv, {7, sizeof(layouts::MetricsPush)},

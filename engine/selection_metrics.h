@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "capture.h"
 #include "method.h"
 
 namespace kv {
@@ -17,6 +18,7 @@ struct HeadMetrics {
 struct NeedleSpan {
   uint32_t first = 0, end = 0;
 };
+NeedleSpan needle_of(const Capture& capture);
 
 // Owner of selection_metrics.comp.
 class SelectionMetrics {

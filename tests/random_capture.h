@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -8,9 +9,13 @@
 
 namespace kv::test {
 
-// A one-layer capture of fresh Gaussian values.
+// A one-layer capture of fresh Gaussian values. Its source metadata names the
+// seed ("test, seed N"): a test prints it on failure, and KVSCOPE_TEST_SEED=N
+// replays that input.
 inline std::filesystem::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {
-  std::mt19937 rng(std::random_device{}());
+  const char* fixed = std::getenv("KVSCOPE_TEST_SEED");
+  const uint32_t seed = fixed ? uint32_t(std::strtoul(fixed, nullptr, 10)) : std::random_device{}();
+  std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.5f);
   std::vector<float> q(size_t(s.heads) * s.tokens * s.dim), k(size_t(s.kv_heads) * s.tokens * s.dim), v(k.size());
   for (auto* t : {&q, &k, &v})
@@ -18,7 +23,7 @@ inline std::filesystem::path random_capture(const std::string& name, const Atten
   std::vector<std::byte> qb = from_float(dtype, q), kb = from_float(dtype, k), vb = from_float(dtype, v);
   CaptureData data;
   data.model = "random";
-  data.source = "test";
+  data.source = "test, seed " + std::to_string(seed);
   data.layers.push_back({0, s, dtype, qb, kb, vb});
   std::filesystem::path path = temp_path(name + ".safetensors");
   write_capture(path, data);

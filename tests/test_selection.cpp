@@ -59,6 +59,7 @@ TEST_P(MethodTest, SelectionMatchesReference) {
   const MethodOptions options = options_of(c);
   const fs::path path = random_capture(case_name({c, 0}), c.shape, c.dtype);
   Capture capture(path);
+  SCOPED_TRACE("capture source: " + capture.source());
   const CaptureLayer& layer = capture.layer(0);
   vk::Device& device = test::device();
   SelectionResult gpu = select_layer(device, capture, layer, c.method, options, c.mode, c.budget, 3, c.chunk);
@@ -66,13 +67,21 @@ TEST_P(MethodTest, SelectionMatchesReference) {
   ASSERT_EQ(gpu.granularity, reference::granularity(c.method, options, c.mode));
 
   double recall_sum = 0;
-  size_t rows = 0;
+  size_t rows = 0, ambiguous_rows = 0;
   for (size_t b = 0; b < gpu.block_positions.size(); ++b) {
     const Block block = c.mode == Mode::decode
                             ? Block{Mode::decode, gpu.block_positions[b], 1}
                             : Block{Mode::prefill, gpu.block_positions[b], std::min(c.chunk, c.shape.tokens - gpu.block_positions[b])};
     reference::Selection want = reference::select(c.method, options, host, block, c.budget);
     ASSERT_EQ(want.size(), gpu.rows);
+    // QuoKA ranks float32 cosines twice (queries, then keys): a cut that float32
+    // cannot resolve may change a row, so such rows are left out (and counted).
+    // A query cut flips several keys at once, more than the threshold below allows.
+    std::vector<double> cut_gaps;
+    if (c.method == "quoka") cut_gaps = reference::quoka_decision_gaps(host, options, block, c.budget);
+    if (!cut_gaps.empty()) {
+      ASSERT_EQ(cut_gaps.size(), gpu.rows);
+    }
     for (uint32_t r = 0; r < gpu.rows; ++r) {
       const int32_t* got = &gpu.indices[(b * gpu.rows + r) * gpu.width];
       std::vector<int32_t> got_set;
@@ -82,16 +91,23 @@ TEST_P(MethodTest, SelectionMatchesReference) {
           break;
         }
         ASSERT_LT(uint32_t(got[s]), block.candidates()) << "selected a key outside the candidates";
-        if (!got_set.empty()) ASSERT_GT(got[s], got_set.back()) << "indices not strictly ascending";
+        if (!got_set.empty()) {
+          ASSERT_GT(got[s], got_set.back()) << "indices not strictly ascending";
+        }
         got_set.push_back(got[s]);
       }
       ASSERT_EQ(got_set.size(), want[r].size()) << "block " << b << " row " << r;
+      if (!cut_gaps.empty() && cut_gaps[r] < 1e-5) {
+        ++ambiguous_rows;
+        continue;
+      }
       size_t hits = 0;
       for (int32_t j : got_set) hits += std::binary_search(want[r].begin(), want[r].end(), j);
       recall_sum += want[r].empty() ? 1.0 : double(hits) / want[r].size();
       ++rows;
     }
   }
+  ASSERT_GT(rows, 2 * ambiguous_rows) << "too few rows decided clearly enough to compare";
   EXPECT_GE(recall_sum / rows, 0.995);
 }
 
@@ -109,7 +125,7 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGqa, DType::f16, 1000, ""});  // budget above every candidate set
     }
     cases.push_back({"quoka", mode, kGqa, DType::f16, 64, "max"});
-    for (const std::string& method : {"quest", "fier"}) {
+    for (const char* method : {"quest", "fier"}) {
       cases.push_back({method, mode, kGqa, DType::f16, 64, "max"});
       cases.push_back({method, mode, kGqa128, DType::f32, 48, "mean"});
     }
@@ -185,9 +201,11 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
     EXPECT_NEAR(row.mean.recall, mean.recall / count, 1e-3) << what;
     EXPECT_NEAR(row.mean.output_error, mean.output_error / count, 1e-3) << what;
     EXPECT_NEAR(row.needle_recall, needle_count ? needle_sum / needle_count : -1.0, 1e-3) << what;
-    for (const EvalRow& oracle : rows)
-      if (oracle.method == "oracle" && oracle.budget == row.budget)
+    for (const EvalRow& oracle : rows) {
+      if (oracle.method == "oracle" && oracle.budget == row.budget) {
         EXPECT_GE(oracle.mean.coverage + 1e-6, row.mean.coverage) << "oracle coverage below " << what;
+      }
+    }
   }
 }
 

@@ -5,9 +5,7 @@
 set -u
 O=${OUT:-/tmp}
 . "$(dirname "$0")/device_env.sh"
-echo "=== tests on the GPU"
-KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -3
-$B/cli_test.sh $B/kvscope 2>&1 | tail -1
+gpu_suite
 echo "=== kvscope bench"
 $B/kvscope bench --lengths 32768,131072 --repeat 30 --json $O/bench.json
 $B/kvscope bench --lengths 8192 --repeat 10 --steps h2o-decode,snapkv-decode,sampleattention-decode

@@ -8,3 +8,10 @@ ldconfig
 "$B/kvscope" devices 2>/dev/null | grep -q NVIDIA ||
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export XDG_RUNTIME_DIR=/tmp
+
+# The whole test suite on the GPU with the validation layer, then the CLI contract.
+gpu_suite() {
+  echo "=== tests on the GPU"
+  KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
+  $B/cli_test.sh $B/kvscope 2>&1 | tail -1
+}

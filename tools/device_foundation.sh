@@ -7,9 +7,7 @@ set -u
 . "$(dirname "$0")/device_env.sh"
 echo "=== devices"; $B/kvscope devices
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-echo "=== tests on the GPU"
-KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -5
-$B/cli_test.sh $B/kvscope 2>&1 | tail -2
+gpu_suite
 echo "=== synth + info at 32k"
 time $B/kvscope synth --out /tmp/s32k.safetensors --heads 32 --kv-heads 8 --dim 128 --tokens 32768 --layers 1
 $B/kvscope info /tmp/s32k.safetensors

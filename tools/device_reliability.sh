@@ -7,9 +7,7 @@ O=${OUT:-/tmp}
 . "$(dirname "$0")/device_env.sh"
 echo "=== bench at 1M tokens (H=32, G=8, d=128)"
 $B/kvscope bench --lengths 1048576 --repeat 3 --json $O/bench_1m.json | grep -E "total|read bandwidth"
-echo "=== tests on the GPU"
-KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
+gpu_suite
 echo "=== tests on the GPU, synchronisation validation"
 KVSCOPE_TEST_DEVICE=NVIDIA KVSCOPE_TEST_SYNC_VALIDATION=1 $B/kvscope_tests --gtest_brief=1 >$O/sync.log 2>&1
 echo "validation messages: $(grep -c 'vulkan validation' $O/sync.log)"; tail -2 $O/sync.log
-$B/cli_test.sh $B/kvscope 2>&1 | tail -1

@@ -6,9 +6,7 @@
 set -u
 O=${OUT:-/tmp}
 . "$(dirname "$0")/device_env.sh"
-echo "=== tests on the GPU"
-KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -4
-$B/cli_test.sh $B/kvscope 2>&1 | tail -1
+gpu_suite
 echo "=== eval at 32k"
 $B/kvscope synth --out /tmp/s32k.safetensors --heads 32 --kv-heads 8 --dim 128 --tokens 32768
 time $B/kvscope eval --capture /tmp/s32k.safetensors --decode --probes 16 --budgets 256,512,1024,2048 --json $O/eval32k_decode.json

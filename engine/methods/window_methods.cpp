@@ -68,7 +68,7 @@ class WindowMethod final : public Method {
   void record(vk::Pass& pass, const Block& block, const BlockInputs&, uint32_t budget,
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
-    const uint32_t n = block.candidates(), last = block.first_query + block.n_queries - 1;
+    const uint32_t n = block.candidates();
     const Window w = window(kind_, options_, block, budget);
     const uint32_t prefix = n - w.recent, heavy = budget - w.recent;
     layouts::WindowPush push{s.heads,  s.kv_heads, s.tokens,  w.first, w.count, w.stride, prefix,

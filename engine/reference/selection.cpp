@@ -1,10 +1,8 @@
 #include "reference/selection.h"
 
-#include "methods/pca.h"
-#include "methods/window.h"
-
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "error.h"
@@ -118,63 +116,74 @@ Selection oracle(const HostLayer& l, const Block& block, uint32_t budget) {
   return s;
 }
 
-Selection quoka(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+// Cosine of each of the block's queries of `head` with their mean (QuoKA step 1).
+Vector mean_cosines(const HostLayer& l, uint32_t head, const Block& block) {
+  const uint32_t d = l.shape.dim;
+  const Vector m = mean_query(l, head, block);
+  const double m_norm = norm(m);
+  Vector cosine(block.n_queries);
+  for (uint32_t i = 0; i < block.n_queries; ++i) {
+    const Vector q = widen(row(l.q, head, l.shape.tokens, block.first_query + i, d), d);
+    const double q_norm = norm(q);
+    double product = 0;
+    for (uint32_t c = 0; c < d; ++c) product += q[c] * m[c];
+    cosine[i] = q_norm > 0 && m_norm > 0 ? product / (q_norm * m_norm) : 0.0;
+  }
+  return cosine;
+}
+
+// QuoKA's key scores for KV head g (steps 1-4 of METHODS.md).
+Vector quoka_scores(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t g) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
   const uint32_t keep = std::min(block.n_queries, o.n_q);
-  Selection s;
-  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
-    // Step 1 and 2: each head's kept queries, normalised, in rank order.
-    std::vector<std::vector<Vector>> kept;
-    for (uint32_t h = g * l.shape.group(); h < (g + 1) * l.shape.group(); ++h) {
-      std::vector<uint32_t> order(block.n_queries);
-      std::iota(order.begin(), order.end(), 0u);
-      if (block.n_queries > o.n_q) {
-        Vector m = mean_query(l, h, block), cosine(block.n_queries);
-        const double m_norm = norm(m);
-        for (uint32_t i = 0; i < block.n_queries; ++i) {
-          Vector q = widen(row(l.q, h, T, block.first_query + i, d), d);
-          const double q_norm = norm(q);
-          double product = 0;
-          for (uint32_t c = 0; c < d; ++c) product += q[c] * m[c];
-          cosine[i] = q_norm > 0 && m_norm > 0 ? product / (q_norm * m_norm) : 0.0;
-        }
-        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cosine[a] < cosine[b]; });
-      }
-      kept.emplace_back();
-      for (uint32_t r = 0; r < keep; ++r) {
-        Vector q = widen(row(l.q, h, T, block.first_query + order[r], d), d);
-        const double q_norm = norm(q);
-        for (double& x : q) x = q_norm > 0 ? x / q_norm : 0.0;
-        kept.back().push_back(q);
-      }
+  // Step 1 and 2: each head's kept queries, normalised, in rank order.
+  std::vector<std::vector<Vector>> kept;
+  for (uint32_t h = g * l.shape.group(); h < (g + 1) * l.shape.group(); ++h) {
+    std::vector<uint32_t> order(block.n_queries);
+    std::iota(order.begin(), order.end(), 0u);
+    if (block.n_queries > o.n_q) {
+      const Vector cosine = mean_cosines(l, h, block);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cosine[a] < cosine[b]; });
     }
-    // Step 3: aggregate over the group.
-    std::vector<Vector> aggregates;
-    if (o.quoka_max) {
-      for (const auto& head : kept) aggregates.insert(aggregates.end(), head.begin(), head.end());
-    } else {
-      for (uint32_t r = 0; r < keep; ++r) {
-        Vector a(d, 0.0);
-        for (const auto& head : kept)
-          for (uint32_t c = 0; c < d; ++c) a[c] += head[r][c] / kept.size();
-        aggregates.push_back(a);
-      }
+    kept.emplace_back();
+    for (uint32_t r = 0; r < keep; ++r) {
+      Vector q = widen(row(l.q, h, T, block.first_query + order[r], d), d);
+      const double q_norm = norm(q);
+      for (double& x : q) x = q_norm > 0 ? x / q_norm : 0.0;
+      kept.back().push_back(q);
     }
-    // Step 4: max cosine-style score against each normalised key.
-    Vector scores(n);
-    for (uint32_t j = 0; j < n; ++j) {
-      Vector key = widen(row(l.k, g, T, j, d), d);
-      const double k_norm = norm(key);
-      double best = -INFINITY;
-      for (const Vector& a : aggregates) {
-        double product = 0;
-        for (uint32_t c = 0; c < d; ++c) product += a[c] * key[c];
-        best = std::max(best, k_norm > 0 ? product / k_norm : 0.0);
-      }
-      scores[j] = best;
-    }
-    s.push_back(top_k(scores, budget));
   }
+  // Step 3: aggregate over the group.
+  std::vector<Vector> aggregates;
+  if (o.quoka_max) {
+    for (const auto& head : kept) aggregates.insert(aggregates.end(), head.begin(), head.end());
+  } else {
+    for (uint32_t r = 0; r < keep; ++r) {
+      Vector a(d, 0.0);
+      for (const auto& head : kept)
+        for (uint32_t c = 0; c < d; ++c) a[c] += head[r][c] / kept.size();
+      aggregates.push_back(a);
+    }
+  }
+  // Step 4: max cosine-style score against each normalised key.
+  Vector scores(n);
+  for (uint32_t j = 0; j < n; ++j) {
+    Vector key = widen(row(l.k, g, T, j, d), d);
+    const double k_norm = norm(key);
+    double best = -INFINITY;
+    for (const Vector& a : aggregates) {
+      double product = 0;
+      for (uint32_t c = 0; c < d; ++c) product += a[c] * key[c];
+      best = std::max(best, k_norm > 0 ? product / k_norm : 0.0);
+    }
+    scores[j] = best;
+  }
+  return scores;
+}
+
+Selection quoka(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  Selection s;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) s.push_back(top_k(quoka_scores(l, o, block, g), budget));
   return s;
 }
 
@@ -395,6 +404,25 @@ Granularity granularity(const std::string& method, const MethodOptions& options,
   if (method == "quest" || method == "fier")
     return options.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
   return Granularity::kv_head;
+}
+
+std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
+                                        uint32_t budget) {
+  std::vector<double> gaps(layer.shape.kv_heads, INFINITY);
+  for (uint32_t g = 0; g < layer.shape.kv_heads; ++g) {
+    Vector scores = quoka_scores(layer, options, block, g);
+    if (budget < scores.size()) {
+      std::sort(scores.begin(), scores.end(), std::greater<>());
+      gaps[g] = scores[budget - 1] - scores[budget];
+    }
+    if (block.n_queries <= options.n_q) continue;
+    for (uint32_t h = g * layer.shape.group(); h < (g + 1) * layer.shape.group(); ++h) {
+      Vector cosine = mean_cosines(layer, h, block);
+      std::sort(cosine.begin(), cosine.end());
+      gaps[g] = std::min(gaps[g], cosine[options.n_q] - cosine[options.n_q - 1]);
+    }
+  }
+  return gaps;
 }
 
 Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,

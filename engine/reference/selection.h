@@ -26,6 +26,14 @@ Granularity granularity(const std::string& method, const MethodOptions& options,
 Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
                  uint32_t budget);
 
+// QuoKA decides twice per KV head: which n_q queries of each of its heads are
+// least similar to their mean, and which `budget` keys score highest. Per KV
+// head, the smallest gap between the values on either side of either cut
+// (infinity where nothing is cut): where it is near float32 rounding, a float32
+// implementation may rightly decide the other way.
+std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
+                                        uint32_t budget);
+
 struct HeadMetrics {
   double coverage = 0, recall = 0, output_error = 0;
   double needle_recall = -1;  // -1: no needle token among the candidates

@@ -114,4 +114,9 @@ void Buffer::fill(uint32_t word) {
   });
 }
 
+Buffer& grown(const Device& device, Buffer& buffer, VkDeviceSize bytes) {
+  if (buffer.bytes() < bytes) buffer = Buffer(device, bytes);
+  return buffer;
+}
+
 }  // namespace kv::vk

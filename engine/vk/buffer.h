@@ -51,4 +51,8 @@ class Buffer {
   std::byte* mapped_ = nullptr;
 };
 
+// `buffer`, reallocated when it holds fewer than `bytes` (contents are not kept):
+// scratch that grows to the largest request and is then reused.
+Buffer& grown(const Device& device, Buffer& buffer, VkDeviceSize bytes);
+
 }  // namespace kv::vk
