@@ -15,19 +15,22 @@ namespace kv::cli {
 const char* const kBenchHelp =
     "usage: kvscope bench [--lengths 8192,32768,131072] [--heads 32] [--kv-heads 8] [--dim 128]\n"
     "                     [--dtype F16|BF16] [--budget 2048] [--prefill-budget 1024] [--chunk 128]\n"
-    "                     [--repeat 50] [--steps dense-decode,quest-decode,...] [method options] [--json OUT]\n\n"
+    "                     [--repeat 50] [--steps dense-decode,quest-decode,...] [--kernel-stats]\n"
+    "                     [method options] [--json OUT]\n\n"
     "Times, on random inputs of each length, dense decode (one query per head), a dense\n"
     "prefill chunk, quest, fier, quoka, keydiff, tova, sparq, loki, snapkv and sampleattention decode (h2o, O(T^2):\n"
     "only with --steps h2o-decode) at --budget, and quoka and quest\n"
     "prefill chunks at --prefill-budget: every stage's median GPU time (after warm-up;\n"
     "two copies of K and V alternate between runs so caches do not flatter), the bytes\n"
     "it must move, the GB/s that makes, and the fraction of the device's read\n"
-    "bandwidth, which bench measures first with a streaming kernel.\n";
+    "bandwidth, which bench measures first with a streaming kernel. --kernel-stats also\n"
+    "prints what the driver's compiler reports for each kernel (registers, spills, ...;\n"
+    "VK_KHR_pipeline_executable_properties, where the device has it).\n";
 
 int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values = kMethodValueOptions;
   values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json", "steps"});
-  Args args("bench", argv, values, {});
+  Args args("bench", argv, values, {"kernel-stats"});
   if (!args.positional().empty()) throw InputError("bench: unexpected argument '" + args.positional()[0] + "'");
   BenchConfig config;
   if (args.has("lengths")) config.lengths = args.counts("lengths");
@@ -41,14 +44,18 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   config.options = parse_method_options(args);
   if (args.has("steps")) {
     const std::vector<std::string> known = bench_step_names();
+    std::string spelled;  // as the option spells them: dense-decode, ...
+    for (std::string name : known) {
+      std::replace(name.begin(), name.end(), ' ', '-');
+      spelled += (spelled.empty() ? "" : ", ") + name;
+    }
     std::string list = args.text("steps", "");
     for (size_t start = 0; start <= list.size();) {
       const size_t comma = std::min(list.find(',', start), list.size());
       std::string name = list.substr(start, comma - start);
       std::replace(name.begin(), name.end(), '-', ' ');
       if (std::find(known.begin(), known.end(), name) == known.end())
-        throw InputError("bench: unknown step '" + list.substr(start, comma - start) + "' (dense-decode, dense-prefill, "
-                         "quest-decode, fier-decode, quoka-decode, keydiff-decode, tova-decode, sparq-decode, loki-decode, snapkv-decode, h2o-decode, sampleattention-decode, quoka-prefill, quest-prefill)");
+        throw InputError("bench: unknown step '" + list.substr(start, comma - start) + "' (" + spelled + ")");
       config.steps.push_back(name);
       start = comma + 1;
     }
@@ -58,7 +65,9 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   else if (dtype == "BF16") config.dtype = DType::bf16;
   else throw InputError("bench: --dtype must be F16 or BF16");
 
-  vk::Device device(global.device);
+  vk::DeviceOptions device_options = global.device;
+  device_options.kernel_statistics = args.flag("kernel-stats");
+  vk::Device device(device_options);
   BenchResult r = kv::run_bench(device, config, [&](const std::string& what) {
     if (global.verbose) std::fprintf(stderr, "bench: %s\n", what.c_str());
   });
@@ -79,6 +88,14 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
     json["rows"].push_back({{"length", row.length}, {"step", row.step}, {"stage", row.stage},
                             {"time_us", row.milliseconds * 1e3}, {"bytes", row.bytes},
                             {"gb_per_s", row.gigabytes_per_second()}, {"fraction_of_read", fraction}});
+  }
+  if (args.flag("kernel-stats")) {
+    std::printf("\nkernel statistics (the driver's compiler, per kernel and specialization constants):\n");
+    if (!device.kernel_statistics_enabled()) std::printf("  the device does not offer VK_KHR_pipeline_executable_properties\n");
+    for (const auto& [kernel, statistics] : device.kernel_statistics()) {
+      std::printf("  %s: %s\n", kernel.c_str(), statistics.c_str());
+      json["kernels"][kernel] = statistics;
+    }
   }
   if (args.has("json")) write_text_atomically(args.text("json"), json.dump(2) + "\n");
   return exit_code(global, device, 0);

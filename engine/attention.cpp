@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention_decode.spv.h"
 #include "attention_merge.spv.h"
 #include "attention_partial.spv.h"
 #include "element_type.h"
 #include "error.h"
+#include "sparse_attention_decode.spv.h"
 #include "sparse_attention_partial.spv.h"
 
 namespace kv {
@@ -22,7 +24,30 @@ constexpr uint32_t kTargetWorkgroups = 1024;
 // chunk of 128 queries 2 ways (its query tiles already fill the GPU).
 constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
 
+// attention_decode: key groups per workgroup, keys each group loads before using
+// any (the shader's UNROLL), and the most heads one workgroup serves (each adds
+// registers for its query and output channels). Measured on the H100
+// (docs/perf.md): 2 keys with 512 workgroups beat 4 or 8 keys, 1024 or 2048.
+constexpr uint32_t kDecodeKeyGroups = 8;
+constexpr uint32_t kDecodeUnroll = 2;
+constexpr uint32_t kDecodeMaxRows = 8;
+// Workgroups a decode step aims for, and the fewest key slots worth a split:
+// every split pays for combining its key groups, and the merge reads each split.
+constexpr uint32_t kDecodeTargetWorkgroups = 512;
+constexpr uint32_t kDecodeMinSplitKeys = 128;
+
 uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// Keys a group loads before using any: fewer where many heads share a workgroup,
+// whose queries and outputs take the registers.
+uint32_t decode_unroll(uint32_t rows) { return rows > 4 ? std::max<uint32_t>(1, kDecodeUnroll / 2) : kDecodeUnroll; }
+
+// Lanes per key in attention_decode: one 16-byte piece of the row each, at most a subgroup.
+uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
+  uint32_t lanes = 1;
+  while (lanes < dim / 8 && lanes < device.info().subgroup_size) lanes *= 2;
+  return lanes;
+}
 
 uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim) {
   return 4 * (rows * dim + key_tile * (dim + 1) + rows * key_tile + 5 * rows + key_tile);
@@ -60,6 +85,23 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
                    : vk::Kernel(device, "sparse_attention_partial", sparse_attention_partial_spirv,
                                 {6, sizeof(AttentionPartialPush)}, specialization);
       }()),
+      decode_lanes_(max_queries_ == 1 && device.info().subgroup_shuffle ? decode_lanes(device, shape.dim) : 0),
+      decode_([&] {
+        std::map<uint32_t, vk::Kernel> kernels;
+        if (decode_lanes_ == 0) return kernels;
+        std::vector<uint32_t> rows{std::min(shape.group(), kDecodeMaxRows)};
+        if (keys == Keys::sparse && rows[0] > 1) rows.push_back(1);  // lists per query head
+        for (uint32_t r : rows) {
+          const uint32_t specialization[] = {shape.dim, element_type(dtype), r, decode_lanes_,
+                                             kDecodeKeyGroups * decode_lanes_, decode_unroll(r)};
+          kernels.emplace(r, keys == Keys::dense ? vk::Kernel(device, "attention_decode", attention_decode_spirv,
+                                                              {5, sizeof(AttentionPartialPush)}, specialization)
+                                                 : vk::Kernel(device, "sparse_attention_decode",
+                                                              sparse_attention_decode_spirv,
+                                                              {6, sizeof(AttentionPartialPush)}, specialization));
+        }
+        return kernels;
+      }()),
       merge_([&] {
         const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
         return vk::Kernel(device, "attention_merge", attention_merge_spirv, {4, sizeof(AttentionMergePush)}, specialization);
@@ -74,6 +116,22 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
   const uint32_t heads_per_list = keys_ == Keys::dense ? shape_.group() : request.heads_per_list;
   const uint32_t slots = keys_ == Keys::dense ? request.first_position + request.n_queries
                                               : request.list_length + request.own_count;
+  const uint32_t decode_rows = std::min(heads_per_list, kDecodeMaxRows);
+  if (request.n_queries == 1 && decode_.count(decode_rows)) {
+    t.decode_kernel = true;
+    t.rows = decode_rows;
+    t.workgroup = kDecodeKeyGroups * decode_lanes_;
+    t.key_tile = kDecodeKeyGroups * decode_unroll(t.rows);  // slots one pass of the key loop covers
+    t.heads_per_block = t.rows;
+    t.head_blocks = ceil_div(heads_per_list, t.rows);
+    const uint32_t groups = (shape_.heads / heads_per_list) * t.head_blocks;
+    const uint32_t passes = ceil_div(std::max<uint32_t>(1, slots), t.key_tile);
+    const uint32_t most = std::min(ceil_div(std::max<uint32_t>(1, slots), kDecodeMinSplitKeys), partial_rows_);
+    const uint32_t wanted = std::clamp<uint32_t>(ceil_div(kDecodeTargetWorkgroups, groups), 1, most);
+    t.split_keys = ceil_div(passes, wanted) * t.key_tile;
+    t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
+    return t;
+  }
   t.heads_per_block = std::min(heads_per_list, t.rows);
   t.head_blocks = ceil_div(heads_per_list, t.heads_per_block);
   t.queries_per_tile = std::max<uint32_t>(1, t.rows / t.heads_per_block);
@@ -120,11 +178,12 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   push.own_first = request.own_first;
   push.own_count = request.own_count;
   const uint32_t lists = shape_.heads / push.heads_per_list;
+  const vk::Kernel& partial = t.decode_kernel ? decode_.at(t.rows) : partial_;
   if (sparse)
-    pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
+    pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
                   push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   else
-    pass.dispatch(partial_, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
+    pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
                   t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
   pass.dispatch(merge_, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,

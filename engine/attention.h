@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@
 
 namespace kv {
 
-// How attention_partial cuts the work. `rows`, `key_tile` and `workgroup` are
+// How attention_partial (or attention_decode) cuts the work. `rows`, `key_tile` and `workgroup` are
 // specialization constants chosen once from the device's shared memory; the
 // rest is chosen per request.
 struct AttentionTiling {
@@ -23,6 +24,7 @@ struct AttentionTiling {
   uint32_t query_tiles = 1;
   uint32_t split_keys = 0;
   uint32_t splits = 1;
+  bool decode_kernel = false;  // attention_decode: one query, keys in registers
 };
 
 // One attention step: the queries at positions [first_position, first_position + n_queries),
@@ -42,7 +44,10 @@ struct AttentionRequest {
 };
 
 // Causal attention on the GPU in two stages: `<prefix>_partial` splits the key
-// slots (flash-decoding), `<prefix>_merge` combines the splits. Dense reads keys
+// slots (flash-decoding), `<prefix>_merge` combines the splits. Built for one
+// query (decode) on a device with subgroup shuffles, the partial stage is
+// attention_decode (keys and values in registers); otherwise, and for chunks,
+// the shared-memory tile kernel attention_partial. Dense reads keys
 // [0, position]; sparse reads the request's key lists. Outputs, per (head,
 // query): the attention output [H, n, d] and the log-sum-exp of the scaled
 // logits over the attended keys [H, n].
@@ -70,6 +75,10 @@ class Attention {
   uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   AttentionTiling base_;
   vk::Kernel partial_;
+  // attention_decode by the heads a workgroup serves (1 or min(group, 8)); empty
+  // where it is not used.
+  uint32_t decode_lanes_ = 0;
+  std::map<uint32_t, vk::Kernel> decode_;
   vk::Kernel merge_;
   vk::Buffer partial_output_;
   vk::Buffer partial_stats_;

@@ -1,6 +1,7 @@
 #include "bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -166,10 +167,30 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::map<std::string, std::vector<double>> samples;
       std::vector<std::string> order;
       std::vector<double> totals;
-      for (uint32_t run = 0; run < c.repeat + 3; ++run) {
-        vk::Pass& pass = *passes[run % passes.size()];
+      // Warm-up until the GPU's clocks settle: windows of 10 runs until a
+      // window's median time is within 3% of the one before (at most 2 s).
+      // Filling a 128k K/V copy on the CPU takes seconds, in which the GPU
+      // lowers its clocks; after a fixed 3 runs a whole row, length-independent
+      // stages included, sometimes came out 2-4x slow.
+      const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      uint32_t warm_runs = 0;
+      for (double previous = 0;;) {
+        std::vector<double> window;
+        for (int i = 0; i < 10; ++i, ++warm_runs) {
+          vk::Pass& pass = *passes[warm_runs % passes.size()];
+          pass.run();
+          double total = 0;
+          for (const vk::StageTime& t : pass.stage_times()) total += t.milliseconds;
+          window.push_back(total);
+        }
+        const double now = median(window);
+        if ((previous > 0 && std::fabs(now - previous) <= 0.03 * previous) || std::chrono::steady_clock::now() > warm_limit)
+          break;
+        previous = now;
+      }
+      for (uint32_t run = 0; run < c.repeat; ++run) {
+        vk::Pass& pass = *passes[(warm_runs + run) % passes.size()];
         pass.run();
-        if (run < 3) continue;  // warm-up
         double total = 0;
         for (const vk::StageTime& t : pass.stage_times()) {
           if (!samples.count(t.stage)) order.push_back(t.stage);

@@ -13,21 +13,7 @@ layout(local_size_x_id = 4) in;
 
 #include "common.glsl"
 #include "load.glsl"
-
-layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };   // [H, n_queries, d]
-layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };         // [G, T, d]
-layout(std430, binding = 2) readonly buffer Values { uvec4 values_[]; };    // [G, T, d]
-layout(std430, binding = 3) writeonly buffer PartialOutput { float partial_output[]; };  // [H, n_queries, n_splits, d]
-layout(std430, binding = 4) writeonly buffer PartialStats { vec2 partial_stats[]; };     // [H, n_queries, n_splits]
-#if KEY_LIST
-layout(std430, binding = 5) readonly buffer Selection { int selection[]; };  // [lists, list_length], -1 padded
-#endif
-
-layout(push_constant) uniform AttentionPartialPush { ATTENTION_PARTIAL_FIELDS } pc;
-
-DEFINE_LOAD8(load_query, queries)
-DEFINE_LOAD8(load_key, keys)
-DEFINE_LOAD8(load_value, values_)
+#include "attention_bindings.glsl"
 
 const uint CHUNKS = HEAD_DIM / 8;
 const uint STRIDE = HEAD_DIM + 1;  // padding keeps the score loop free of bank conflicts

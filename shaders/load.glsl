@@ -2,21 +2,36 @@
 // unpacked in registers, so no 16-bit storage feature is needed. Expects the
 // specialization constant ELEMENT_TYPE.
 
-// Defines `void NAME(uint e, out vec4 lo, out vec4 hi)`: the eight elements at
-// element index e, a multiple of 8.
-#define DEFINE_LOAD8(NAME, ARRAY)                                                        \
-  void NAME(uint e, out vec4 lo, out vec4 hi) {                                          \
-    if (ELEMENT_TYPE == ELEMENT_F32) {                                                   \
-      lo = uintBitsToFloat(ARRAY[e / 4u]);                                               \
-      hi = uintBitsToFloat(ARRAY[e / 4u + 1u]);                                          \
-    } else {                                                                             \
-      uvec4 w = ARRAY[e / 8u];                                                           \
-      if (ELEMENT_TYPE == ELEMENT_F16) {                                                 \
-        lo = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));                             \
-        hi = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));                             \
-      } else {                                                                           \
-        lo = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u)); \
-        hi = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xffff0000u, w.w << 16, w.w & 0xffff0000u)); \
-      }                                                                                  \
-    }                                                                                    \
+// The eight elements in two raw words: 16-bit types fill `a`, fp32 both.
+void unpack8(uvec4 a, uvec4 b, out vec4 lo, out vec4 hi) {
+  if (ELEMENT_TYPE == ELEMENT_F32) {
+    lo = uintBitsToFloat(a);
+    hi = uintBitsToFloat(b);
+  } else if (ELEMENT_TYPE == ELEMENT_F16) {
+    lo = vec4(unpackHalf2x16(a.x), unpackHalf2x16(a.y));
+    hi = vec4(unpackHalf2x16(a.z), unpackHalf2x16(a.w));
+  } else {
+    lo = uintBitsToFloat(uvec4(a.x << 16, a.x & 0xffff0000u, a.y << 16, a.y & 0xffff0000u));
+    hi = uintBitsToFloat(uvec4(a.z << 16, a.z & 0xffff0000u, a.w << 16, a.w & 0xffff0000u));
+  }
+}
+
+// Defines `void NAME_raw(uint e, out uvec4 a, out uvec4 b)`: the raw words of
+// the eight elements at element index e (a multiple of 8), for unpack8 later,
+// which keeps loads in flight in half the registers; and `void NAME(uint e,
+// out vec4 lo, out vec4 hi)`: the same elements unpacked.
+#define DEFINE_LOAD8(NAME, ARRAY)                                          \
+  void NAME##_raw(uint e, out uvec4 a, out uvec4 b) {                      \
+    if (ELEMENT_TYPE == ELEMENT_F32) {                                     \
+      a = ARRAY[e / 4u];                                                   \
+      b = ARRAY[e / 4u + 1u];                                              \
+    } else {                                                               \
+      a = ARRAY[e / 8u];                                                   \
+      b = uvec4(0);                                                        \
+    }                                                                      \
+  }                                                                        \
+  void NAME(uint e, out vec4 lo, out vec4 hi) {                            \
+    uvec4 a, b;                                                            \
+    NAME##_raw(e, a, b);                                                   \
+    unpack8(a, b, lo, hi);                                                 \
   }

@@ -1,7 +1,6 @@
 #version 460
-// QuoKA steps 2-4, per KV head and past key j: normalise the kept queries and
-// the key, aggregate the group's kept queries (mean by rank, or all of them for
-// `max`), and score s_j = max_i a_i . k_hat_j.
+// QuoKA step 4, per KV head and past key j: normalise the key and score
+// s_j = max_i a_i . k_hat_j over the aggregate vectors of quoka_aggregate.
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -12,38 +11,18 @@ layout(local_size_x = 128) in;
 #include "common.glsl"
 #include "load.glsl"
 
-layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };  // [H, n, d]
-layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };        // [G, T, d]
-layout(std430, binding = 2) readonly buffer Kept { uint kept[]; };         // [H, n_keep]
-layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };   // [G, row_stride]
+layout(std430, binding = 0) readonly buffer Aggregates { float aggregates[]; };  // [G, n_aggregates, d]
+layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };              // [G, T, d]
+layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };         // [G, row_stride]
 
 layout(push_constant) uniform QuokaKeyPush { QUOKA_KEY_FIELDS } pc;
 
-DEFINE_LOAD8(load_query, queries)
 DEFINE_LOAD8(load_key, keys)
 
 const uint AGGREGATE_TILE = 16;
-shared float aggregate_tile[AGGREGATE_TILE * HEAD_DIM];
-
-// Adds weight * q_hat of head `head`'s kept query `rank` into aggregate vector `slot`.
-void add_normalised_query(uint slot, uint head, uint rank, float weight) {
-  uint row = head * pc.n_queries + kept[head * pc.n_keep + rank];
-  float norm = 0.0;
-  for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
-    vec4 lo, hi;
-    load_query(row * HEAD_DIM + chunk * 8u, lo, hi);
-    norm += dot(lo, lo) + dot(hi, hi);
-  }
-  float factor = norm > 0.0 ? weight / sqrt(norm) : 0.0;
-  for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
-    vec4 lo, hi;
-    load_query(row * HEAD_DIM + chunk * 8u, lo, hi);
-    for (uint c = 0u; c < 4u; ++c) {
-      aggregate_tile[slot * HEAD_DIM + chunk * 8u + c] += factor * lo[c];
-      aggregate_tile[slot * HEAD_DIM + chunk * 8u + 4u + c] += factor * hi[c];
-    }
-  }
-}
+// vec4 elements: one shared-memory read per four channels, which bounded this
+// pass with 16 aggregates when it read floats.
+shared vec4 aggregate_tile[AGGREGATE_TILE * HEAD_DIM / 4u];
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
@@ -64,23 +43,16 @@ void main() {
   float best = LOWEST_FLOAT;
   for (uint a0 = 0u; a0 < n_aggregates; a0 += AGGREGATE_TILE) {
     barrier();
-    for (uint i = gl_LocalInvocationIndex; i < AGGREGATE_TILE * HEAD_DIM; i += 128u) aggregate_tile[i] = 0.0;
-    barrier();
-    // One invocation builds each aggregate vector of the tile.
-    uint slot = gl_LocalInvocationIndex, a = a0 + slot;
-    if (slot < AGGREGATE_TILE && a < n_aggregates) {
-      if (pc.aggregate_max != 0u) {
-        add_normalised_query(slot, kv_head * group + a / pc.n_keep, a % pc.n_keep, 1.0);
-      } else {
-        for (uint h = 0u; h < group; ++h) add_normalised_query(slot, kv_head * group + h, a, 1.0 / float(group));
-      }
+    for (uint i = gl_LocalInvocationIndex; i < AGGREGATE_TILE * HEAD_DIM / 4u; i += 128u) {
+      const uint a = a0 + 4u * i / HEAD_DIM, e = (kv_head * n_aggregates + a0) * HEAD_DIM + 4u * i;
+      aggregate_tile[i] = a < n_aggregates ? vec4(aggregates[e], aggregates[e + 1u], aggregates[e + 2u], aggregates[e + 3u])
+                                           : vec4(0);
     }
     barrier();
     for (uint s = 0u; s < AGGREGATE_TILE && a0 + s < n_aggregates; ++s) {
       float dot_product = 0.0;
       for (uint v = 0u; v < HEAD_DIM / 4u; ++v)
-        dot_product += dot(vec4(aggregate_tile[s * HEAD_DIM + 4u * v], aggregate_tile[s * HEAD_DIM + 4u * v + 1u],
-                                aggregate_tile[s * HEAD_DIM + 4u * v + 2u], aggregate_tile[s * HEAD_DIM + 4u * v + 3u]), k[v]);
+        dot_product += dot(aggregate_tile[s * HEAD_DIM / 4u + v], k[v]);
       best = max(best, dot_product * key_scale);
     }
   }

@@ -1,4 +1,5 @@
-// dense_partial + dense_merge against the float64 reference on fresh random inputs.
+// dense_partial (the tile kernel for chunks, attention_decode for one query
+// where the device has subgroup shuffles) + dense_merge against the float64 reference on fresh random inputs.
 #include <cmath>
 #include <random>
 
@@ -52,9 +53,11 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   Attention dense(device, shape, c.dtype, Attention::Keys::dense, c.queries);
   vk::Buffer queries(device, q.size() * dtype_size(c.dtype));
   queries.upload(from_float(c.dtype, q));
+  const AttentionRequest request{&queries, c.queries, c.first};
+  EXPECT_EQ(dense.tiling(request).decode_kernel, c.queries == 1 && device.info().subgroup_shuffle);
   dense.poison();
   vk::Pass pass(device);
-  dense.record(pass, layer, {&queries, c.queries, c.first}, "dense");
+  dense.record(pass, layer, request, "dense");
   pass.run();
   std::vector<float> output = dense.output(c.queries);
   std::vector<float> lse = dense.log_sum_exp(c.queries);
@@ -95,6 +98,8 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{4, 2, 600, 96, DType::f16, false, 1, 599},    // d = 96: 12 row pieces, not a divisor of 128
         DenseCase{4, 4, 300, 512, DType::bf16, false, 1, 299},  // d = 512
         DenseCase{2, 1, 140000, 8, DType::f16, false, 1, 139999},  // 256 splits of 576 keys
+        DenseCase{8, 2, 1000, 128, DType::f16, false, 1, 517},  // one query inside the capture: later keys masked
+        DenseCase{32, 8, 4100, 128, DType::f16, false, 1, 4099},  // the benchmark's head layout
         // prefill chunks
         DenseCase{8, 2, 130, 64, DType::f16, true, 130, 0},   // one chunk holding everything
         DenseCase{4, 4, 700, 128, DType::f16, true, 100, 600},

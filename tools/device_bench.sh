@@ -7,6 +7,6 @@ O=${OUT:-/tmp}
 . "$(dirname "$0")/device_env.sh"
 gpu_suite
 echo "=== kvscope bench"
-$B/kvscope bench --lengths 8192,32768,131072 --budget 2048 --prefill-budget 1024 --chunk 128 --repeat 50 --json $O/bench.json
+$B/kvscope bench --lengths 8192,32768,131072 --budget 2048 --prefill-budget 1024 --chunk 128 --repeat 50 --kernel-stats --json $O/bench.json
 echo "=== torch"
 python3 tools/bench_torch.py --tokens 8192,32768,131072 "$@"

@@ -3,6 +3,7 @@
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
 #include "methods/registry.h"
+#include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
 #include "quoka_query_cosine.spv.h"
 #include "topk.h"
@@ -19,11 +20,15 @@ class Quoka final : public Method {
         options_(options),
         query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 3,
                                                                  layer.shape, layer.dtype, {checked(max_queries)})),
-        key_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 4,
+        aggregate_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_aggregate", quoka_aggregate_spirv, 3,
+                                                                   layer.shape, layer.dtype)),
+        key_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 3,
                                                              layer.shape, layer.dtype)),
         topk_(device),
         kept_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * sizeof(uint32_t)),
         cosines_(device, size_t(layer.shape.heads) * max_queries * sizeof(float)),
+        // max: every kept query of the group, each KV head
+        aggregates_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
     if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
   }
@@ -43,8 +48,11 @@ class Quoka final : public Method {
     pass.dispatch(query_kernel_, {inputs.queries, &kept_, &cosines_}, query_push, s.heads, 1, 1, "query_cosine");
     layouts::QuokaKeyPush key_push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
                                    options_.quoka_max ? 1u : 0u, candidates, s.tokens};
-    pass.dispatch(key_kernel_, {inputs.queries, &layer_.keys, &kept_, &scores_}, key_push, ceil_div(candidates, 128),
-                  s.kv_heads, 1, "key_scores");
+    const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
+    pass.dispatch(aggregate_kernel_, {inputs.queries, &kept_, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
+                  "aggregate");
+    pass.dispatch(key_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push, ceil_div(candidates, 128), s.kv_heads, 1,
+                  "key_scores");
     topk_.record(pass, scores_, s.kv_heads, candidates, s.tokens, budget, indices, budget);
   }
 
@@ -58,10 +66,12 @@ class Quoka final : public Method {
   const GpuLayer& layer_;
   MethodOptions options_;
   vk::Kernel query_kernel_;
+  vk::Kernel aggregate_kernel_;
   vk::Kernel key_kernel_;
   TopK topk_;
   vk::Buffer kept_;
   vk::Buffer cosines_;
+  vk::Buffer aggregates_;
   vk::Buffer scores_;
 };
 

@@ -156,6 +156,8 @@ DeviceInfo describe(VkPhysicalDevice physical, uint32_t index) {
   info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
   info.api_version = properties.properties.apiVersion;
   info.subgroup_size = subgroup.subgroupSize;
+  info.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                          (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
@@ -248,6 +250,15 @@ Device::Device(const DeviceOptions& options)
     std::vector<const char*> extensions{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
     for (const std::string& e : options.device_extensions) extensions.push_back(e.c_str());
     VkDeviceCreateInfo device_info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    kernel_statistics_ = options.kernel_statistics &&
+                         has_device_extension(physical_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    if (kernel_statistics_) {
+      extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+      executable_info.pipelineExecutableInfo = VK_TRUE;
+      device_info.pNext = &executable_info;
+    }
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
     device_info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
@@ -283,6 +294,16 @@ void Device::release() {
     destroy(instance_, messenger_, nullptr);
   }
   vkDestroyInstance(instance_, nullptr);
+}
+
+void Device::add_kernel_statistics(const std::string& kernel, const std::string& statistics) const {
+  std::lock_guard<std::mutex> lock(kernel_statistics_mutex_);
+  kernel_statistics_by_name_[kernel] = statistics;
+}
+
+std::map<std::string, std::string> Device::kernel_statistics() const {
+  std::lock_guard<std::mutex> lock(kernel_statistics_mutex_);
+  return kernel_statistics_by_name_;
 }
 
 uint32_t Device::memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@ struct DeviceInfo {
   std::string driver;
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
+  bool subgroup_shuffle = false;  // subgroupShuffleXor in compute shaders
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;
@@ -29,6 +32,9 @@ struct DeviceOptions {
   std::string selector;     // "" = best; a number = index; else a name substring
   bool validation = false;  // Khronos validation layer plus a message counter
   bool sync_validation = false;  // with validation: also its synchronisation checks (hazards between dispatches)
+  // Ask the driver's compiler for each kernel's statistics (registers, spills,
+  // ...) through VK_KHR_pipeline_executable_properties, where the device has it.
+  bool kernel_statistics = false;
   // For a front end that also draws (the viewer): extra extensions, and a queue
   // family that does graphics as well as compute.
   std::vector<std::string> instance_extensions;
@@ -76,6 +82,13 @@ class Device {
 
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
 
+  // Whether kernels capture their compiler statistics (see DeviceOptions).
+  bool kernel_statistics_enabled() const { return kernel_statistics_; }
+  // Kernel (name and specialization) -> the compiler's statistics, one line
+  // each, for every kernel built so far; Kernel fills it.
+  void add_kernel_statistics(const std::string& kernel, const std::string& statistics) const;
+  std::map<std::string, std::string> kernel_statistics() const;
+
   // Messages the validation layer reported (warnings and errors) so far.
   uint64_t validation_messages() const { return validation_messages_->load(); }
 
@@ -95,6 +108,9 @@ class Device {
   double timestamp_period_ns_ = 0;
   uint32_t timestamp_valid_bits_ = 0;
   std::unique_ptr<std::atomic<uint64_t>> validation_messages_;
+  bool kernel_statistics_ = false;
+  mutable std::mutex kernel_statistics_mutex_;
+  mutable std::map<std::string, std::string> kernel_statistics_by_name_;
 };
 
 }  // namespace kv::vk

@@ -1,10 +1,48 @@
 #include "vk/kernel.h"
 
+#include <string>
 #include <vector>
 
 #include "vk/check.h"
 
 namespace kv::vk {
+namespace {
+
+// "name=value" for each statistic of each executable the driver compiled the pipeline into.
+std::string compiler_statistics(VkDevice device, VkPipeline pipeline) {
+  auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
+  auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return "(no statistics entry points)";
+  VkPipelineInfoKHR pipeline_info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pipeline_info.pipeline = pipeline;
+  uint32_t executables = 0;
+  properties(device, &pipeline_info, &executables, nullptr);
+  std::string text;
+  for (uint32_t e = 0; e < executables; ++e) {
+    VkPipelineExecutableInfoKHR executable{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    executable.pipeline = pipeline;
+    executable.executableIndex = e;
+    uint32_t count = 0;
+    statistics(device, &executable, &count, nullptr);
+    std::vector<VkPipelineExecutableStatisticKHR> values(count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    statistics(device, &executable, &count, values.data());
+    for (const VkPipelineExecutableStatisticKHR& v : values) {
+      std::string value;
+      switch (v.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: value = v.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: value = std::to_string(v.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: value = std::to_string(v.value.u64); break;
+        default: value = std::to_string(v.value.f64); break;
+      }
+      text += (text.empty() ? "" : ", ") + std::string(v.name) + "=" + value;
+    }
+  }
+  return text;
+}
+
+}  // namespace
 
 Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t> spirv,
                KernelLayout layout, std::span<const uint32_t> specialization)
@@ -55,10 +93,16 @@ Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t>
   pipeline_info.stage.pName = "main";
   pipeline_info.stage.pSpecializationInfo = &specialization_info;
   pipeline_info.layout = raw_pipeline_layout;
+  if (device.kernel_statistics_enabled()) pipeline_info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline raw_pipeline = VK_NULL_HANDLE;
   VkResult result = vkCreateComputePipelines(vk_device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &raw_pipeline);
   if (result != VK_SUCCESS) fail("vkCreateComputePipelines(" + name_ + ")", result);
   pipeline_ = UniquePipeline(vk_device, raw_pipeline);
+  if (device.kernel_statistics_enabled()) {
+    std::string key = name_ + " [";
+    for (size_t i = 0; i < specialization.size(); ++i) key += (i ? "," : "") + std::to_string(specialization[i]);
+    device.add_kernel_statistics(key + "]", compiler_statistics(vk_device, raw_pipeline));
+  }
 }
 
 }  // namespace kv::vk
