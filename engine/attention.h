@@ -11,8 +11,9 @@
 
 namespace kv {
 
-// How attention_partial (or attention_decode) cuts the work. `rows`, `key_tile` and `workgroup` are
-// specialization constants chosen once from the device's shared memory; the
+// How attention_partial (or attention_decode) cuts the work. `rows`,
+// `key_tile` and `workgroup` are specialization constants chosen once (from
+// the device's shared memory, or its subgroup size for attention_decode); the
 // rest is chosen per request.
 struct AttentionTiling {
   uint32_t rows = 16;      // (head, query) rows per workgroup
@@ -75,9 +76,9 @@ class Attention {
   uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   AttentionTiling base_;
   vk::Kernel partial_;
+  uint32_t decode_lanes_ = 0;  // lanes per key in attention_decode; 0 where it is not used
   // attention_decode by the heads a workgroup serves (1 or min(group, 8)); empty
   // where it is not used.
-  uint32_t decode_lanes_ = 0;
   std::map<uint32_t, vk::Kernel> decode_;
   vk::Kernel merge_;
   vk::Buffer partial_output_;

@@ -167,11 +167,10 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::map<std::string, std::vector<double>> samples;
       std::vector<std::string> order;
       std::vector<double> totals;
-      // Warm-up until the GPU's clocks settle: windows of 10 runs until a
-      // window's median time is within 3% of the one before (at most 2 s).
-      // Filling a 128k K/V copy on the CPU takes seconds, in which the GPU
-      // lowers its clocks; after a fixed 3 runs a whole row, length-independent
-      // stages included, sometimes came out 2-4x slow.
+      // Warm-up until the timings settle: windows of 10 runs until a window's
+      // median is within 3% of the one before (at most 2 s), not a fixed 3
+      // runs. (It was meant to cure 2-4x slow rows at 32k-128k; it did not:
+      // docs/perf.md, "Run-to-run variance: not the clocks".)
       const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       uint32_t warm_runs = 0;
       for (double previous = 0;;) {
@@ -179,9 +178,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         for (int i = 0; i < 10; ++i, ++warm_runs) {
           vk::Pass& pass = *passes[warm_runs % passes.size()];
           pass.run();
-          double total = 0;
-          for (const vk::StageTime& t : pass.stage_times()) total += t.milliseconds;
-          window.push_back(total);
+          window.push_back(pass.total_milliseconds());
         }
         const double now = median(window);
         if ((previous > 0 && std::fabs(now - previous) <= 0.03 * previous) || std::chrono::steady_clock::now() > warm_limit)
@@ -191,13 +188,11 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       for (uint32_t run = 0; run < c.repeat; ++run) {
         vk::Pass& pass = *passes[(warm_runs + run) % passes.size()];
         pass.run();
-        double total = 0;
+        totals.push_back(pass.total_milliseconds());
         for (const vk::StageTime& t : pass.stage_times()) {
           if (!samples.count(t.stage)) order.push_back(t.stage);
           samples[t.stage].push_back(t.milliseconds);
-          total += t.milliseconds;
         }
-        totals.push_back(total);
       }
       const ByteModel bytes{shape, dtype_size(c.dtype), step.block.candidates(), step.block.n_queries, step.budget,
                             list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r, c.options.loki_r};

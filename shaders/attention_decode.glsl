@@ -34,17 +34,6 @@ shared float group_max[KEY_GROUPS];
 shared float group_sum[KEY_GROUPS];
 shared float group_output[KEY_GROUPS * HEAD_DIM];
 
-// The key at `slot` of the list, or -1. Dense: slot = position.
-int slot_key(uint list, uint slot, uint slot_end) {
-  if (slot >= slot_end) return -1;
-#if KEY_LIST
-  if (slot < pc.list_length) return selection[list * pc.list_length + slot];
-  return int(pc.own_first + slot - pc.list_length);
-#else
-  return int(slot);
-#endif
-}
-
 void main() {
   const uint split = gl_WorkGroupID.x;
   const uint list = gl_WorkGroupID.z / pc.head_blocks, block = gl_WorkGroupID.z % pc.head_blocks;
@@ -88,7 +77,8 @@ void main() {
     int key[UNROLL];
     uvec4 k[UNROLL][PER_LANE][2], v[UNROLL][PER_LANE][2];
     [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-      key[u] = slot_key(list, slot0 + u * KEY_GROUPS + group, slot_end);
+      const uint slot = slot0 + u * KEY_GROUPS + group;
+      key[u] = slot < slot_end ? slot_key(list, slot) : -1;
       if (key[u] >= int(key_limit)) key[u] = -1;
       [[unroll]] for (uint i = 0; i < PER_LANE; ++i) {
         const uint chunk = lane + i * LANES;

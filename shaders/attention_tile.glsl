@@ -29,18 +29,6 @@ shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 =
 shared uint row_output[ROWS];     // (head * n_queries + query), where the row's results go
 shared int tile_keys[KEY_TILE];   // key position of each slot in the current tile; -1 = none
 
-// The key at `slot` of key list `list`, or -1. Dense: slot = position. Sparse:
-// the selected positions, then the chunk's own keys.
-int slot_key(uint list, uint slot) {
-#if KEY_LIST
-  if (slot < pc.list_length) return selection[list * pc.list_length + slot];
-  uint own = slot - pc.list_length;
-  return own < pc.own_count ? int(pc.own_first + own) : -1;
-#else
-  return int(slot);
-#endif
-}
-
 void load_kv_tile(bool value, uint kv_head) {
   for (uint i = gl_LocalInvocationIndex; i < KEY_TILE * CHUNKS; i += WORKGROUP) {
     uint kk = i / CHUNKS, chunk = i % CHUNKS;

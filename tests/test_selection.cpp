@@ -142,6 +142,18 @@ std::vector<MethodCase> method_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Methods, MethodTest, ::testing::ValuesIn(method_cases()), case_name);
 
+// eval of dense and every method at `budgets`, chunks of 64 queries.
+EvalConfig every_method(Mode mode, uint32_t probes, std::vector<uint32_t> budgets) {
+  EvalConfig config;
+  config.mode = mode;
+  config.probes = probes;
+  config.chunk = 64;
+  config.methods = {"dense"};
+  for (const std::string& m : method_names()) config.methods.push_back(m);
+  config.budgets = std::move(budgets);
+  return config;
+}
+
 class MetricsTest : public test::GpuTest, public ::testing::WithParamInterface<Mode> {};
 
 TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
@@ -156,13 +168,7 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
   write_synthetic_capture(path, synth);
   Capture capture(path);
   const CaptureLayer& layer = capture.layer(0);
-  EvalConfig config;
-  config.mode = mode;
-  config.probes = 3;
-  config.chunk = 64;
-  config.methods = {"dense"};
-  for (const std::string& m : method_names()) config.methods.push_back(m);
-  config.budgets = {16, 48, 150};
+  const EvalConfig config = every_method(mode, 3, {16, 48, 150});
   std::vector<EvalRow> rows = evaluate_layer(test::device(), capture, layer, config);
   ASSERT_EQ(rows.size(), config.methods.size() * config.budgets.size());
 
@@ -256,13 +262,7 @@ TEST_P(DeterminismTest, SelectionsAndMetricsAreBitIdenticalAcrossRuns) {
   const fs::path path = random_capture(std::string("determinism_") + mode_name(mode), kGqa, DType::f16);
   Capture capture(path);
   const CaptureLayer& layer = capture.layer(0);
-  EvalConfig config;
-  config.mode = mode;
-  config.probes = 2;
-  config.chunk = 64;
-  config.methods = {"dense"};
-  for (const std::string& m : method_names()) config.methods.push_back(m);
-  config.budgets = {24, 100};
+  const EvalConfig config = every_method(mode, 2, {24, 100});
   const std::vector<EvalRow> first = evaluate_layer(test::device(), capture, layer, config);
   const std::vector<EvalRow> second = evaluate_layer(test::device(), capture, layer, config);
   ASSERT_EQ(first.size(), second.size());
