@@ -71,23 +71,36 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   BenchResult r = kv::run_bench(device, config, [&](const std::string& what) {
     if (global.verbose) std::fprintf(stderr, "bench: %s\n", what.c_str());
   });
-  std::printf("device %s: read bandwidth %.0f GB/s (stream_read over %.0f MiB)\n", r.device.c_str(),
-              r.read_gigabytes_per_second, r.read_buffer_bytes / 1048576.0);
+  std::printf("device %s: read bandwidth %.0f GB/s (stream_read over %.0f MiB), %.1f us a stage that does nothing\n",
+              r.device.c_str(), r.read_gigabytes_per_second, r.read_buffer_bytes / 1048576.0,
+              r.dispatch_floor_milliseconds * 1e3);
   std::printf("H=%u G=%u d=%u %s, decode budget %u, prefill chunk %u with B_SA %u, median of %u runs\n\n", config.heads,
               config.kv_heads, config.dim, dtype.c_str(), config.budget, config.chunk, config.prefill_budget, config.repeat);
-  std::printf("%-8s %-15s %-26s %11s %10s %9s %8s\n", "length", "step", "stage", "time_us", "MB", "GB/s", "of_read");
-  nlohmann::json json = {{"device", r.device}, {"read_gb_per_s", r.read_gigabytes_per_second}, {"rows", nlohmann::json::array()}};
+  std::printf("%-8s %-15s %-26s %11s %10s %9s %8s  %s\n", "length", "step", "stage", "time_us", "MB", "GB/s", "of_read",
+              "per_copy_us");
+  nlohmann::json json = {{"device", r.device}, {"read_gb_per_s", r.read_gigabytes_per_second},
+                         {"dispatch_floor_us", r.dispatch_floor_milliseconds * 1e3}, {"rows", nlohmann::json::array()}};
   for (const BenchRow& row : r.rows) {
     const double fraction = row.gigabytes_per_second() / r.read_gigabytes_per_second;
+    std::string per_copy;
+    std::vector<double> per_copy_us;
+    for (double ms : row.copy_milliseconds) {
+      per_copy_us.push_back(ms * 1e3);
+      char text[32];
+      std::snprintf(text, sizeof text, "%s%.1f", per_copy.empty() ? "" : " / ", ms * 1e3);
+      per_copy += text;
+    }
     if (row.bytes > 0)
-      std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %7.0f%%\n", row.length, row.step.c_str(), row.stage.c_str(),
-                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), 100 * fraction);
+      std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %7.0f%%  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
+                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), 100 * fraction, per_copy.c_str());
     else
-      std::printf("%-8u %-15s %-26s %11.1f %10s %9s %8s\n", row.length, row.step.c_str(), row.stage.c_str(),
-                  row.milliseconds * 1e3, "-", "-", "-");
-    json["rows"].push_back({{"length", row.length}, {"step", row.step}, {"stage", row.stage},
-                            {"time_us", row.milliseconds * 1e3}, {"bytes", row.bytes},
-                            {"gb_per_s", row.gigabytes_per_second()}, {"fraction_of_read", fraction}});
+      std::printf("%-8u %-15s %-26s %11.1f %10s %9s %8s  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
+                  row.milliseconds * 1e3, "-", "-", "-", per_copy.c_str());
+    nlohmann::json json_row = {{"length", row.length}, {"step", row.step}, {"stage", row.stage},
+                               {"time_us", row.milliseconds * 1e3}, {"bytes", row.bytes},
+                               {"gb_per_s", row.gigabytes_per_second()}, {"fraction_of_read", fraction}};
+    if (!per_copy_us.empty()) json_row["per_copy_us"] = per_copy_us;
+    json["rows"].push_back(json_row);
   }
   if (args.flag("kernel-stats")) {
     std::printf("\nkernel statistics (the driver's compiler, per kernel and specialization constants):\n");

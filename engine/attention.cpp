@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attention_chunk.spv.h"
 #include "attention_decode.spv.h"
 #include "attention_merge.spv.h"
 #include "attention_partial.spv.h"
 #include "element_type.h"
 #include "error.h"
+#include "sparse_attention_chunk.spv.h"
 #include "sparse_attention_decode.spv.h"
 #include "sparse_attention_partial.spv.h"
 
@@ -21,8 +23,12 @@ constexpr uint32_t kMergeWorkgroup = 256;  // a power of two (tree reductions)
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
-// chunk of 128 queries 2 ways (its query tiles already fill the GPU).
+// chunk 4 ways (its query tiles already fill much of the GPU).
 constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
+constexpr uint32_t kChunkSplits = 4;
+
+// attention_chunk's fixed tile (the shader's ROWS, KEY_TILE, 4 subgroups of 32).
+constexpr AttentionTiling kChunkTiling{.rows = 64, .key_tile = 32, .workgroup = 128};
 
 // attention_decode: key groups per workgroup, keys each group loads before using
 // any (the shader's UNROLL), and the most heads one workgroup serves (each adds
@@ -47,6 +53,15 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
   uint32_t lanes = 1;
   while (lanes < dim / 8 && lanes < device.info().subgroup_size) lanes *= 2;
   return lanes;
+}
+
+// attention_chunk: fp16 keys and values, d a multiple of 32 (pairs of 16-wide
+// fragments) and at most 128 (the outputs' fragments live in registers).
+bool chunk_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim) {
+  const uint32_t shared = 16 * 2 * kChunkTiling.key_tile * (dim / 8 + 1) + 4 * 4 * 16 * kChunkTiling.key_tile * 3 / 2 +
+                          8 * kChunkTiling.rows + 4 * kChunkTiling.key_tile;
+  return device.info().cooperative_matrix && dtype == DType::f16 && dim % 32 == 0 && dim <= 128 &&
+         shared <= device.limits().maxComputeSharedMemorySize;
 }
 
 uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim) {
@@ -76,7 +91,7 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
     : shape_(shape),
       keys_(keys),
       max_queries_(std::max<uint32_t>(1, max_queries)),
-      partial_rows_(std::max(kPartialRowsPerHead, max_queries_)),
+      partial_rows_(std::max(kPartialRowsPerHead, max_queries_ * kChunkSplits)),
       base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
@@ -101,6 +116,15 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
                                                               {6, sizeof(AttentionPartialPush)}, specialization));
         }
         return kernels;
+      }()),
+      chunk_([&]() -> std::optional<vk::Kernel> {
+        if (max_queries_ == 1 || !chunk_kernel_fits(device, dtype, shape.dim)) return std::nullopt;
+        const uint32_t specialization[] = {shape.dim, element_type(dtype)};
+        if (keys == Keys::dense)
+          return vk::Kernel(device, "attention_chunk", attention_chunk_spirv, {5, sizeof(AttentionPartialPush)},
+                            specialization);
+        return vk::Kernel(device, "sparse_attention_chunk", sparse_attention_chunk_spirv,
+                          {6, sizeof(AttentionPartialPush)}, specialization);
       }()),
       merge_([&] {
         const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
@@ -131,6 +155,10 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
     t.split_keys = ceil_div(passes, wanted) * t.key_tile;
     t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
     return t;
+  }
+  if (chunk_) {
+    t = kChunkTiling;
+    t.chunk_kernel = true;
   }
   t.heads_per_block = std::min(heads_per_list, t.rows);
   t.head_blocks = ceil_div(heads_per_list, t.heads_per_block);
@@ -178,7 +206,7 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   push.own_first = request.own_first;
   push.own_count = request.own_count;
   const uint32_t lists = shape_.heads / push.heads_per_list;
-  const vk::Kernel& partial = t.decode_kernel ? decode_.at(t.rows) : partial_;
+  const vk::Kernel& partial = t.decode_kernel ? decode_.at(t.rows) : t.chunk_kernel ? *chunk_ : partial_;
   if (sparse)
     pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
                   push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@ struct AttentionTiling {
   uint32_t split_keys = 0;
   uint32_t splits = 1;
   bool decode_kernel = false;  // attention_decode: one query, keys in registers
+  bool chunk_kernel = false;   // attention_chunk: cooperative matrices
 };
 
 // One attention step: the queries at positions [first_position, first_position + n_queries),
@@ -47,8 +49,9 @@ struct AttentionRequest {
 // Causal attention on the GPU in two stages: `<prefix>_partial` splits the key
 // slots (flash-decoding), `<prefix>_merge` combines the splits. Built for one
 // query (decode) on a device with subgroup shuffles, the partial stage is
-// attention_decode (keys and values in registers); otherwise, and for chunks,
-// the shared-memory tile kernel attention_partial. Dense reads keys
+// attention_decode (keys and values in registers); for chunks, attention_chunk
+// (cooperative matrices) where the device has them and the keys are fp16;
+// otherwise the shared-memory tile kernel attention_partial. Dense reads keys
 // [0, position]; sparse reads the request's key lists. Outputs, per (head,
 // query): the attention output [H, n, d] and the log-sum-exp of the scaled
 // logits over the attended keys [H, n].
@@ -80,6 +83,9 @@ class Attention {
   // attention_decode by the heads a workgroup serves (1 or min(group, 8)); empty
   // where it is not used.
   std::map<uint32_t, vk::Kernel> decode_;
+  // attention_chunk for requests of more than one query, where the device and
+  // the shape allow it (chunk_kernel_fits); else those use partial_.
+  std::optional<vk::Kernel> chunk_;
   vk::Kernel merge_;
   vk::Buffer partial_output_;
   vk::Buffer partial_stats_;

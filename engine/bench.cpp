@@ -56,6 +56,25 @@ std::pair<double, double> measure_read_bandwidth(const vk::Device& device) {
   return {double(bytes) / (median(ms) * 1e6), double(bytes)};
 }
 
+// What a stage costs when it does nothing: one workgroup of stream_read over
+// 4 KiB, dispatched like every stage (a barrier and a timestamp after it). A
+// step of n stages cannot take less than n times this.
+double measure_dispatch_floor(const vk::Device& device) {
+  constexpr uint32_t kDispatches = 16;
+  vk::Buffer source(device, 4096), folded(device, 4);
+  source.fill(0);
+  vk::Kernel kernel(device, "stream_read", stream_read_spirv, {2, sizeof(layouts::StreamReadPush)}, {});
+  vk::Pass pass(device);
+  const layouts::StreamReadPush push{4096 / 16};
+  for (uint32_t i = 0; i < kDispatches; ++i) pass.dispatch(kernel, {&source, &folded}, push, 1, 1, 1, "floor");
+  std::vector<double> ms;
+  for (int i = 0; i < 53; ++i) {
+    pass.run();
+    if (i >= 3) ms.push_back(pass.total_milliseconds() / kDispatches);
+  }
+  return median(ms);
+}
+
 // The least each stage must move, for the GB/s column (METHODS.md sizes; fp32 scratch).
 struct ByteModel {
   AttentionShape shape;
@@ -73,7 +92,7 @@ struct ByteModel {
       return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
     if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
-    if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 4 digit passes and a compaction
+    if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 3 digit passes, a count, a write
     return 0;
   }
 };
@@ -93,21 +112,23 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
   BenchResult result;
   result.device = device.info().name;
   std::tie(result.read_gigabytes_per_second, result.read_buffer_bytes) = measure_read_bandwidth(device);
+  result.dispatch_floor_milliseconds = measure_dispatch_floor(device);
 
   // H2O reads every past query (O(T^2)): timed only when named.
   std::vector<std::string> wanted = c.steps;
   if (wanted.empty())
     for (const std::string& name : bench_step_names())
       if (name != "h2o decode") wanted.push_back(name);
-  for (uint32_t length : c.lengths) {
+  for (uint32_t length : c.lengths)
     if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
+  for (uint32_t length : c.lengths) {
     if (progress) progress("length " + std::to_string(length));
     const AttentionShape shape{c.heads, c.kv_heads, length, c.dim};
     const size_t kv_count = size_t(c.kv_heads) * length * c.dim;
     const double scale = 1.0 / std::sqrt(double(c.dim));
     // Two copies of K and V, alternated between runs, so that no run finds the last one's data in cache.
     std::vector<std::unique_ptr<GpuLayer>> copies;
-    const std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1);  // Loki's basis reads them
+    const std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1);  // GpuLayer::host_keys: Loki's basis
     {
       const std::vector<std::byte> values = random_tensor(kv_count, c.dtype, 2);
       for (int i = 0; i < 2; ++i) copies.push_back(std::make_unique<GpuLayer>(device, shape, c.dtype, scale, keys, values));
@@ -167,10 +188,11 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::map<std::string, std::vector<double>> samples;
       std::vector<std::string> order;
       std::vector<double> totals;
+      std::vector<std::vector<double>> copy_totals(passes.size());
       // Warm-up until the timings settle: windows of 10 runs until a window's
-      // median is within 3% of the one before (at most 2 s), not a fixed 3
-      // runs. (It was meant to cure 2-4x slow rows at 32k-128k; it did not:
-      // docs/perf.md, "Run-to-run variance: not the clocks".)
+      // median is within 3% of the one before (at most 2 s). It does not cure
+      // the slow steps of some runs, nor did 300 ms of streaming reads before
+      // each step or allocating every length's K/V first (docs/perf.md).
       const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       uint32_t warm_runs = 0;
       for (double previous = 0;;) {
@@ -186,9 +208,11 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         previous = now;
       }
       for (uint32_t run = 0; run < c.repeat; ++run) {
-        vk::Pass& pass = *passes[(warm_runs + run) % passes.size()];
+        const size_t copy = (warm_runs + run) % passes.size();
+        vk::Pass& pass = *passes[copy];
         pass.run();
         totals.push_back(pass.total_milliseconds());
+        copy_totals[copy].push_back(totals.back());
         for (const vk::StageTime& t : pass.stage_times()) {
           if (!samples.count(t.stage)) order.push_back(t.stage);
           samples[t.stage].push_back(t.milliseconds);
@@ -201,7 +225,10 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});
         total_bytes += bytes(stage);
       }
-      result.rows.push_back({length, step.name, "total", median(totals), total_bytes});
+      BenchRow total{length, step.name, "total", median(totals), total_bytes};
+      for (const std::vector<double>& copy : copy_totals)
+        if (!copy.empty()) total.copy_milliseconds.push_back(median(copy));
+      result.rows.push_back(total);
     }
   }
   return result;

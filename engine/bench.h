@@ -32,6 +32,8 @@ struct BenchRow {
   std::string stage;  // a stage name, or "total"
   double milliseconds = 0;
   double bytes = 0;
+  // "total" rows: the median of each K/V copy's runs, to tell a slow copy from slow runs.
+  std::vector<double> copy_milliseconds;
   double gigabytes_per_second() const { return milliseconds > 0 ? bytes / (milliseconds * 1e6) : 0; }
 };
 
@@ -39,6 +41,7 @@ struct BenchResult {
   std::string device;
   double read_gigabytes_per_second = 0;  // measured with stream_read.comp
   double read_buffer_bytes = 0;
+  double dispatch_floor_milliseconds = 0;  // the time of a stage that does nothing
   std::vector<BenchRow> rows;
 };
 

@@ -1,23 +1,56 @@
 #include "topk.h"
 
+#include <algorithm>
+
 #include "../shaders/layouts.h"
-#include "topk.spv.h"
+#include "topk_count.spv.h"
+#include "topk_digit.spv.h"
+#include "topk_row.spv.h"
+#include "topk_write.spv.h"
 
 namespace kv {
 namespace {
-constexpr uint32_t kWorkgroup = 1024;  // the most invocations Vulkan guarantees: more loads in flight per row
+constexpr uint32_t kSlice = 256 * 8;  // topk_common.glsl's SLICE: candidates per workgroup of a long row
+constexpr uint32_t kDigits = 3;       // 11 + 11 + 10 bits
+
+vk::Kernel topk_kernel(const vk::Device& device, const char* name, std::span<const uint32_t> spirv, uint32_t buffers) {
+  return vk::Kernel(device, name, spirv, {buffers, sizeof(layouts::TopKPush)}, {});
 }
+}  // namespace
 
 TopK::TopK(const vk::Device& device)
-    : kernel_([&] {
-        const uint32_t specialization[] = {kWorkgroup};
-        return vk::Kernel(device, "topk", topk_spirv, {2, sizeof(layouts::TopKPush)}, specialization);
-      }()) {}
+    : device_(&device),
+      row_(topk_kernel(device, "topk_row", topk_row_spirv, 2)),
+      digit_(topk_kernel(device, "topk_digit", topk_digit_spirv, 2)),
+      count_(topk_kernel(device, "topk_count", topk_count_spirv, 3)),
+      write_(topk_kernel(device, "topk_write", topk_write_spirv, 4)) {}
 
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
-                  const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) const {
-  layouts::TopKPush push{n, k, row_stride, out_stride};
-  pass.dispatch(kernel_, {&scores, &indices}, push, rows, 1, 1, stage);
+                  const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
+  if (n <= TOPK_ROW_MAX) {
+    const layouts::TopKPush push{n, k, row_stride, out_stride, 1, 0};
+    pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
+    return;
+  }
+  const uint32_t slices = (n + kSlice - 1) / kSlice;
+  const VkDeviceSize state_bytes = VkDeviceSize(rows) * TOPK_ROW_WORDS * 4;
+  if (select_state_.bytes() < state_bytes) {
+    if (select_state_.bytes()) outgrown_.push_back(std::move(select_state_));
+    select_state_ = vk::Buffer(*device_, state_bytes);
+    select_state_.fill(0);
+  }
+  const VkDeviceSize count_bytes = VkDeviceSize(rows) * slices * 8;
+  if (slice_counts_.bytes() < count_bytes) {
+    if (slice_counts_.bytes()) outgrown_.push_back(std::move(slice_counts_));
+    slice_counts_ = vk::Buffer(*device_, count_bytes);
+  }
+  layouts::TopKPush push{n, k, row_stride, out_stride, slices, 0};
+  for (uint32_t level = 0; level < kDigits; ++level) {
+    push.level = level;
+    pass.dispatch(digit_, {&scores, &select_state_}, push, slices, rows, 1, stage);
+  }
+  pass.dispatch(count_, {&scores, &select_state_, &slice_counts_}, push, slices, rows, 1, stage);
+  pass.dispatch(write_, {&scores, &select_state_, &slice_counts_, &indices}, push, slices, rows, 1, stage);
 }
 
 }  // namespace kv

@@ -28,3 +28,16 @@ int slot_key(uint list, uint slot) {
   return int(slot);
 #endif
 }
+
+// Row `row` of a chunk kernel's tile (attention_tile.glsl, attention_chunk.glsl):
+// heads_per_block heads x queries_per_tile queries. `output_row` is where its
+// results go, (head * n_queries + query); `key_limit` its causal limit (keys
+// [0, limit) are visible), 0 for a row past the heads or queries.
+void tile_row(uint row, uint query_tile, uint list, uint block, out uint key_limit, out uint output_row) {
+  uint head_in_block = row / pc.queries_per_tile;
+  uint head_in_list = block * pc.heads_per_block + head_in_block;
+  uint query = query_tile * pc.queries_per_tile + row % pc.queries_per_tile;
+  bool valid = head_in_block < pc.heads_per_block && head_in_list < pc.heads_per_list && query < pc.n_queries;
+  key_limit = valid ? pc.first_position + query + 1u : 0u;
+  output_row = (list * pc.heads_per_list + head_in_list) * pc.n_queries + query;
+}

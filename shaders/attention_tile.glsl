@@ -53,12 +53,7 @@ void main() {
   const uint kv_head = list * pc.heads_per_list / (pc.n_heads / pc.n_kv_heads);
 
   for (uint row = tid; row < ROWS; row += WORKGROUP) {
-    uint head_in_block = row / pc.queries_per_tile;
-    uint head_in_list = block * pc.heads_per_block + head_in_block;
-    uint query = tile * pc.queries_per_tile + row % pc.queries_per_tile;
-    bool valid = head_in_block < pc.heads_per_block && head_in_list < pc.heads_per_list && query < pc.n_queries;
-    row_key_limit[row] = valid ? pc.first_position + query + 1u : 0u;
-    row_output[row] = (list * pc.heads_per_list + head_in_list) * pc.n_queries + query;
+    tile_row(row, tile, list, block, row_key_limit[row], row_output[row]);
     row_max[row] = LOWEST_FLOAT;
     row_sum[row] = 0.0;
   }

@@ -2,8 +2,10 @@
 // Fier scores from the packed 1-bit keys: q . k_tilde_j with
 // k_tilde_{j,c} = lo_c + bit_{j,c} (hi_c - lo_c) of token j's block. Reads bits
 // and the block's fp16 (lo, hi), never dequantised keys. Per query head, or
-// aggregated (max or mean) over the group's heads.
+// aggregated (max or mean) over the group's heads. One workgroup = 128 tokens
+// of one KV head, for every query head of its group.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
@@ -18,29 +20,46 @@ layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };      //
 
 layout(push_constant) uniform FierScoresPush { FIER_SCORES_FIELDS } pc;
 
-shared float head_query[HEAD_DIM];
+// The query heads of a KV head read the same bits and (lo, hi): each
+// invocation scores its token for HEADS_AT_ONCE of them per read.
+const uint HEADS_AT_ONCE = 4u;
+shared float group_query[HEADS_AT_ONCE * HEAD_DIM];
 
 void main() {
-  const uint row = gl_WorkGroupID.y, token = gl_GlobalInvocationID.x;
-  const uint first_head = row * pc.heads_per_row;
-  const uint kv_head = first_head / (pc.n_heads / pc.n_kv_heads);
+  const uint kv_head = gl_WorkGroupID.y, token = gl_GlobalInvocationID.x;
+  const uint group = pc.n_heads / pc.n_kv_heads;
   const uint block = token / pc.group_size, words = HEAD_DIM / 32u;
-  float aggregate = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;
-  for (uint h = first_head; h < first_head + pc.heads_per_row; ++h) {
+  const bool valid = token < pc.n_candidates;
+  const float empty = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;
+  float aggregate = empty;  // over the heads of the current row
+  for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
-    for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) head_query[c] = query[h * HEAD_DIM + c];
+    for (uint i = gl_LocalInvocationIndex; i < HEADS_AT_ONCE * HEAD_DIM; i += 128u) {
+      uint h = first + i / HEAD_DIM;
+      group_query[i] = h < group ? query[(kv_head * group + h) * HEAD_DIM + i % HEAD_DIM] : 0.0;
+    }
     barrier();
-    if (token >= pc.n_candidates) continue;
-    float score = 0.0;
-    for (uint word = 0u; word < words; ++word) {
-      uint packed = bits[(kv_head * pc.n_tokens + token) * words + word];
-      for (uint b = 0u; b < 32u; ++b) {
-        uint channel = word * 32u + b;
-        vec2 lo_hi = unpackHalf2x16(low_high[(kv_head * pc.n_blocks + block) * HEAD_DIM + channel]);
-        score += head_query[channel] * ((packed & (1u << b)) != 0u ? lo_hi.y : lo_hi.x);
+    float score[HEADS_AT_ONCE];
+    [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) score[j] = 0.0;
+    if (valid) {
+      for (uint word = 0u; word < words; ++word) {
+        uint packed = bits[(kv_head * pc.n_tokens + token) * words + word];
+        [[unroll]] for (uint b = 0u; b < 32u; ++b) {
+          uint channel = word * 32u + b;
+          vec2 lo_hi = unpackHalf2x16(low_high[(kv_head * pc.n_blocks + block) * HEAD_DIM + channel]);
+          float k = (packed & (1u << b)) != 0u ? lo_hi.y : lo_hi.x;
+          [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) score[j] += group_query[j * HEAD_DIM + channel] * k;
+        }
       }
     }
-    aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + score / float(pc.heads_per_row) : max(aggregate, score);
+    [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
+      uint h = first + j;
+      if (h >= group) break;
+      aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + score[j] / float(pc.heads_per_row) : max(aggregate, score[j]);
+      if ((h + 1u) % pc.heads_per_row == 0u) {
+        if (valid) scores[((kv_head * group + h) / pc.heads_per_row) * pc.row_stride + token] = aggregate;
+        aggregate = empty;
+      }
+    }
   }
-  if (token < pc.n_candidates) scores[row * pc.row_stride + token] = aggregate;
 }

@@ -48,14 +48,28 @@ KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
   uint n_splits;
 KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
 
-// topk.comp: per row, the `k` largest of `n` scores (ties toward the lower
-// index), written as ascending indices padded with -1 to `out_stride`.
+// topk_row.comp (rows of at most TOPK_ROW_MAX), else topk_digit.comp,
+// topk_count.comp, topk_write.comp: per row, the `k` largest
+// of `n` scores (ties toward the lower index), written as ascending indices
+// padded with -1 to `out_stride`. One workgroup = (slice of a row, row).
+#define TOPK_ROW_MAX 8192u
 #define TOPK_FIELDS \
   uint n;           /* candidates per row */ \
   uint k;           \
   uint row_stride;  /* scores per row in the buffer */ \
-  uint out_stride;  /* indices per row in the output */
+  uint out_stride;  /* indices per row in the output */ \
+  uint slices;      /* workgroups per row */ \
+  uint level;       /* topk_digit: which digit, 0 = the highest */
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
+// Their select state, TOPK_ROW_WORDS uint words per row: arrived workgroups,
+// key prefix, prefix mask, ties still to take, and a TOPK_BINS histogram.
+#define TOPK_BINS 2048u
+#define TOPK_STATE_ARRIVED 0u
+#define TOPK_STATE_PREFIX 1u
+#define TOPK_STATE_MASK 2u
+#define TOPK_STATE_REMAINING 3u
+#define TOPK_STATE_HISTOGRAM 8u
+#define TOPK_ROW_WORDS (TOPK_STATE_HISTOGRAM + TOPK_BINS)
 
 // mean_query.comp: [H, n, d] (storage dtype) -> [H, d] float, the mean over n.
 #define MEAN_QUERY_FIELDS \

@@ -16,11 +16,12 @@ shared uint kept_count;
 
 void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
-  if (tid == 0u) {
-    uint count = 0u;
-    while (count < pc.pages_stride && kept_pages[row * pc.pages_stride + count] >= 0) ++count;
-    kept_count = count;
-  }
+  // The kept pages come first, then -1s: counting the non-negative entries in
+  // parallel finds the first -1 without a serial walk of dependent loads.
+  if (tid == 0u) kept_count = 0u;
+  barrier();
+  for (uint p = tid; p < pc.pages_stride; p += 128u)
+    if (kept_pages[row * pc.pages_stride + p] >= 0) atomicAdd(kept_count, 1u);
   barrier();
   const uint last = pc.n_candidates - 1u, last_page_first = (last / pc.page_size) * pc.page_size;
   const uint from_pages = kept_count * pc.page_size;

@@ -50,8 +50,9 @@ expect 2 "select with an unknown method" -- "$kvscope" select --capture "$work/s
 [ -e "$work/bad.safetensors" ] && { echo "FAIL: a refused select left a file"; failures=$((failures + 1)); }
 expect 2 "eval with a bad budget list" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --budgets 8,x
 expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --gqa-agg median
-expect 0 "bench at a small size" -- "$kvscope" --debug-sync bench --lengths 512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
-grep -q '"read_gb_per_s"' "$work/b.json" || { echo "FAIL: bench --json lacks read_gb_per_s"; failures=$((failures + 1)); }
+expect 0 "bench at two small sizes" -- "$kvscope" --debug-sync bench --lengths 256,512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
+grep -q '"read_gb_per_s"' "$work/b.json" && grep -q '"per_copy_us"' "$work/b.json" ||
+  { echo "FAIL: bench --json lacks read_gb_per_s or per_copy_us"; failures=$((failures + 1)); }
 expect 2 "bench with a length below two chunks" -- "$kvscope" bench --lengths 100 --chunk 128
 expect 0 "inspect a prefill chunk" -- "$kvscope" --debug-sync inspect --capture "$work/s.safetensors" --prefill --chunk 64 --method quoka --budget 32 --repeat 2 --json
 grep -q '"inspection_ms"' "$work/out" || { echo "FAIL: inspect --json lacks inspection_ms"; failures=$((failures + 1)); }

@@ -55,6 +55,8 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   queries.upload(from_float(c.dtype, q));
   const AttentionRequest request{&queries, c.queries, c.first};
   EXPECT_EQ(dense.tiling(request).decode_kernel, c.queries == 1 && device.info().subgroup_shuffle);
+  EXPECT_EQ(dense.tiling(request).chunk_kernel, c.queries > 1 && device.info().cooperative_matrix &&
+                                                    c.dtype == DType::f16 && c.dim % 32 == 0 && c.dim <= 128);
   dense.poison();
   vk::Pass pass(device);
   dense.record(pass, layer, request, "dense");
@@ -105,7 +107,13 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{4, 4, 700, 128, DType::f16, true, 100, 600},
         DenseCase{8, 2, 389, 128, DType::bf16, true, 37, 352},
         DenseCase{4, 1, 200, 64, DType::f32, true, 64, 64},
-        DenseCase{2, 2, 1, 64, DType::f16, true, 1, 0}),
+        DenseCase{2, 2, 1, 64, DType::f16, true, 1, 0},
+        // chunks of fp16 keys: attention_chunk where the device has cooperative matrices
+        DenseCase{32, 8, 2000, 128, DType::f16, true, 128, 1500},  // the benchmark's head layout
+        DenseCase{16, 2, 500, 128, DType::f16, true, 45, 400},     // r = 8: 8 heads x 8 queries a tile
+        DenseCase{6, 2, 300, 96, DType::f16, true, 70, 230},       // d = 96: three fragment pairs
+        DenseCase{4, 4, 1100, 64, DType::f16, true, 129, 0},       // MHA, a chunk from position 0
+        DenseCase{4, 2, 300, 256, DType::f16, true, 20, 280}),     // d = 256: the tile kernel
     case_name);
 
 }  // namespace

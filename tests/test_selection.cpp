@@ -114,6 +114,7 @@ TEST_P(MethodTest, SelectionMatchesReference) {
 const AttentionShape kGqa{8, 2, 301, 64};   // lengths off every page, block and chunk size
 const AttentionShape kMha{4, 4, 263, 128};
 const AttentionShape kGqa128{8, 4, 330, 128};
+const AttentionShape kGroupOf6{12, 2, 290, 64};  // Fier scores 4 heads at once: a full and a partial pass
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -129,6 +130,8 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGqa, DType::f16, 64, "max"});
       cases.push_back({method, mode, kGqa128, DType::f32, 48, "mean"});
     }
+    cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, ""});
+    cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "mean"});
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
     cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});

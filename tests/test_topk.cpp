@@ -1,4 +1,4 @@
-// topk.comp against a stable sort: exact, ties toward the lower index, ascending, -1 padded.
+// The top-k kernels against a stable sort: exact, ties toward the lower index, ascending, -1 padded.
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -24,37 +24,74 @@ struct TopKCase {
   int distinct;  // 0: continuous values; else this many distinct values (many ties)
 };
 
+// Scores of `rows` rows of n (row stride n + 3) on the GPU, and the check of
+// indices written for them against the stable sort.
+struct TopKInputs {
+  uint32_t rows, n, k, stride, width;
+  std::vector<float> scores;
+  vk::Buffer score_buffer, indices;
+
+  TopKInputs(vk::Device& device, const TopKCase& c, std::mt19937& rng)
+      : rows(c.rows), n(c.n), k(c.k), stride(c.n + 3), width(c.k + 2), scores(size_t(c.rows) * stride),
+        score_buffer(device, scores.size() * 4 + 4), indices(device, size_t(c.rows) * width * 4 + 4) {
+    std::normal_distribution<float> normal;
+    std::uniform_int_distribution<int> level(0, std::max(0, c.distinct - 1));
+    for (float& s : scores) s = c.distinct ? float(level(rng)) - c.distinct / 2 : normal(rng);
+    for (uint32_t r = 0; r < rows && n > 2; ++r) {  // signed zeros
+      scores[size_t(r) * stride] = -0.0f;
+      scores[size_t(r) * stride + 1] = 0.0f;
+    }
+    if (!scores.empty()) score_buffer.upload_values<float>(scores);
+    indices.fill(0x7fc00000u);
+  }
+
+  void expect_top_k() const {
+    std::vector<int32_t> got = indices.download_values<int32_t>(size_t(rows) * width);
+    for (uint32_t r = 0; r < rows; ++r) {
+      std::vector<float> row(scores.begin() + size_t(r) * stride, scores.begin() + size_t(r) * stride + n);
+      std::vector<int32_t> want = expected_top_k(row, k, width);
+      std::vector<int32_t> row_got(got.begin() + size_t(r) * width, got.begin() + size_t(r + 1) * width);
+      auto [first_got, first_want] = std::mismatch(row_got.begin(), row_got.end(), want.begin());
+      ASSERT_TRUE(first_got == row_got.end())
+          << "row " << r << ": slot " << (first_got - row_got.begin()) << " holds " << *first_got << ", expected "
+          << *first_want;
+    }
+  }
+};
+
 class TopKTest : public test::GpuTest, public ::testing::WithParamInterface<TopKCase> {};
 
 TEST_P(TopKTest, MatchesStableSort) {
-  const TopKCase& c = GetParam();
   vk::Device& device = test::device();
   std::mt19937 rng(std::random_device{}());
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int> level(0, std::max(0, c.distinct - 1));
-  const uint32_t stride = c.n + 3, width = c.k + 2;
-  std::vector<float> scores(size_t(c.rows) * stride);
-  for (float& s : scores) s = c.distinct ? float(level(rng)) - c.distinct / 2 : normal(rng);
-  for (uint32_t r = 0; r < c.rows && c.n > 2; ++r) {  // signed zeros and extremes
-    scores[size_t(r) * stride] = -0.0f;
-    scores[size_t(r) * stride + 1] = 0.0f;
-  }
-  vk::Buffer score_buffer(device, scores.size() * 4), indices(device, size_t(c.rows) * width * 4);
-  score_buffer.upload_values<float>(scores);
-  indices.fill(0x7fc00000u);
+  TopKInputs inputs(device, GetParam(), rng);
   TopK topk(device);
   vk::Pass pass(device);
-  topk.record(pass, score_buffer, c.rows, c.n, stride, c.k, indices, width);
+  topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
   pass.run();
-  std::vector<int32_t> got = indices.download_values<int32_t>(size_t(c.rows) * width);
-  for (uint32_t r = 0; r < c.rows; ++r) {
-    std::vector<float> row(scores.begin() + size_t(r) * stride, scores.begin() + size_t(r) * stride + c.n);
-    std::vector<int32_t> want = expected_top_k(row, c.k, width);
-    std::vector<int32_t> row_got(got.begin() + size_t(r) * width, got.begin() + size_t(r + 1) * width);
-    auto [first_got, first_want] = std::mismatch(row_got.begin(), row_got.end(), want.begin());
-    ASSERT_TRUE(first_got == row_got.end())
-        << "row " << r << ": slot " << (first_got - row_got.begin()) << " holds " << *first_got
-        << ", expected " << *first_want;
+  inputs.expect_top_k();
+}
+
+// The kernels keep state in their scratch between dispatches and must leave it
+// clean: two selections of different shapes in one pass, and the pass run twice.
+class TopKReuseTest : public test::GpuTest {};
+
+TEST_F(TopKReuseTest, ScratchIsLeftClean) {
+  vk::Device& device = test::device();
+  std::mt19937 rng(std::random_device{}());
+  TopKInputs first(device, {6, 30000, 2000, 2}, rng), second(device, {3, 5000, 4999, 0}, rng);
+  TopK topk(device);
+  vk::Pass pass(device);
+  for (TopKInputs* inputs : {&first, &second})
+    topk.record(pass, inputs->score_buffer, inputs->rows, inputs->n, inputs->stride, inputs->k, inputs->indices,
+                inputs->width);
+  for (int run = 0; run < 2; ++run) {
+    first.indices.fill(0x7fc00000u);
+    second.indices.fill(0x7fc00000u);
+    pass.run();
+    SCOPED_TRACE("run " + std::to_string(run));
+    first.expect_top_k();
+    second.expect_top_k();
   }
 }
 
@@ -65,6 +102,11 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                                            TopKCase{2, 1, 1, 0}, TopKCase{1, 5000, 4096, 3},
                                            TopKCase{1, 262144, 8192, 0},  // the largest the issue asks for
                                            TopKCase{2, 70000, 100, 0},
+                                           TopKCase{3, 70000, 30000, 4},  // ties at T across many slices
+                                           TopKCase{2, 9000, 4500, 1},    // every score equal
+                                           TopKCase{40, 2048, 128, 0},    // Quest's pages: one slice a row
+                                           TopKCase{2, 8192, 3000, 7},    // the longest row of one workgroup
+                                           TopKCase{2, 8193, 3000, 7},    // the shortest row spread over slices
                                            TopKCase{2, 300, 0, 0}, TopKCase{2, 0, 16, 0}),
                          [](const auto& info) {
                            const TopKCase& c = info.param;

@@ -48,7 +48,7 @@ class Fier final : public Method {
     layouts::FierScoresPush push{s.heads, s.kv_heads, s.tokens, options_.group_size, keys_.blocks(), candidates,
                                  s.tokens, rows_.heads_per_row, rows_.aggregate};
     pass.dispatch(scores_kernel_, {&mean_query_.output(), &keys_.low_high(), &keys_.bits(), &scores_}, push,
-                  ceil_div(candidates, 128), rows_.rows, 1, "approx_scores");
+                  ceil_div(candidates, 128), s.kv_heads, 1, "approx_scores");
     topk_.record(pass, scores_, rows_.rows, candidates, s.tokens, budget, indices, budget);
   }
 

@@ -139,7 +139,32 @@ int compute_queue_family(VkPhysicalDevice physical, uint32_t* timestamp_bits) {
   return best;
 }
 
-DeviceInfo describe(VkPhysicalDevice physical, uint32_t index) {
+bool has_fp16_cooperative_matrix(VkInstance instance, VkPhysicalDevice physical, uint32_t subgroup_size) {
+  if (subgroup_size != 32 || !has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkan12Features vulkan12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  vulkan12.pNext = &cooperative;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &vulkan12;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  if (!cooperative.cooperativeMatrix || !vulkan12.shaderFloat16 || !vulkan12.vulkanMemoryModel ||
+      !vulkan12.vulkanMemoryModelDeviceScope)
+    return false;
+  auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (!properties) return false;
+  uint32_t count = 0;
+  properties(physical, &count, nullptr);
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  properties(physical, &count, shapes.data());
+  return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& m) {
+    return m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+           m.BType == VK_COMPONENT_TYPE_FLOAT16_NV && m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+           m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV;
+  });
+}
+
+DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   driver.pNext = &subgroup;
@@ -158,6 +183,7 @@ DeviceInfo describe(VkPhysicalDevice physical, uint32_t index) {
   info.subgroup_size = subgroup.subgroupSize;
   info.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  info.cooperative_matrix = has_fp16_cooperative_matrix(instance, physical, info.subgroup_size);
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
@@ -205,7 +231,7 @@ std::vector<DeviceInfo> list_devices() {
   } instance{create_instance(false, false, nullptr)};
   std::vector<DeviceInfo> infos;
   std::vector<VkPhysicalDevice> devices = physical_devices(instance.handle);
-  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
+  for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(instance.handle, devices[i], i));
   return infos;
 }
 
@@ -222,7 +248,7 @@ Device::Device(const DeviceOptions& options)
     }
     std::vector<VkPhysicalDevice> devices = physical_devices(instance_);
     std::vector<DeviceInfo> infos;
-    for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(devices[i], i));
+    for (uint32_t i = 0; i < devices.size(); ++i) infos.push_back(describe(instance_, devices[i], i));
     uint32_t chosen = choose(infos, options.selector);
     physical_ = devices[chosen];
     info_ = infos[chosen];
@@ -257,7 +283,20 @@ Device::Device(const DeviceOptions& options)
     if (kernel_statistics_) {
       extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
       executable_info.pipelineExecutableInfo = VK_TRUE;
+      executable_info.pNext = const_cast<void*>(device_info.pNext);
       device_info.pNext = &executable_info;
+    }
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceVulkan12Features vulkan12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    if (info_.cooperative_matrix) {
+      extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+      cooperative.cooperativeMatrix = VK_TRUE;
+      vulkan12.shaderFloat16 = VK_TRUE;
+      vulkan12.vulkanMemoryModel = VK_TRUE;
+      vulkan12.vulkanMemoryModelDeviceScope = VK_TRUE;  // the other kernels' buffer atomics are device-scoped
+      vulkan12.pNext = &cooperative;
+      cooperative.pNext = const_cast<void*>(device_info.pNext);
+      device_info.pNext = &vulkan12;
     }
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;

@@ -1,0 +1,193 @@
+// The body of attention_chunk.comp and sparse_attention_chunk.comp: a chunk of
+// queries (prefill) over one split of a key list on tensor cores, through
+// VK_NV_cooperative_matrix (16x16x16, fp16 inputs, fp32 accumulators). fp16
+// keys and values only; attention_tile.glsl serves every other device and type.
+//
+// A workgroup is 4 subgroups of 32; each owns 16 of the tile's 64 (head,
+// query) rows, keeps its queries as fp16 fragments and its outputs as fp32
+// fragments for the whole split. Per 32 key slots: keys and values are copied
+// raw (no conversion) to shared memory; S = Q K^T on tensor cores; two lanes per
+// row apply the scale and causal mask and form P = exp2(S - m) in fp16; O += P V
+// on tensor cores. The fragments' element layout is opaque, so O cannot be
+// rescaled in registers as the online softmax asks; instead a row's reference
+// max m moves only when a score exceeds it by more than RESCALE_MARGIN (P <=
+// 2^RESCALE_MARGIN stays exact enough in fp16), and then the subgroup rescales
+// O through shared memory. (max, sum) per row in log2 units and the
+// unnormalised O go to attention_merge, as from the other partial kernels.
+// The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
+#extension GL_NV_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_control_flow_attributes : require
+
+layout(constant_id = 0) const uint HEAD_DIM = 128;  // a multiple of 32
+layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
+layout(local_size_x = 128) in;
+
+#include "common.glsl"
+#include "load.glsl"
+#include "attention_bindings.glsl"
+
+const uint ROWS = 64, KEY_TILE = 32, FRAGMENT = 16;
+const uint CHUNKS = HEAD_DIM / 8u;          // 16-byte pieces of a row
+const uint ROW_PIECES = CHUNKS + 1u;        // padded row in shared memory
+const uint D_BLOCKS = HEAD_DIM / FRAGMENT;
+const uint KEY_BLOCKS = KEY_TILE / FRAGMENT;
+const float RESCALE_MARGIN = 8.0;
+
+#define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
+#define FLOAT_FRAGMENT fcoopmatNV<32, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
+
+// Keys in the first KEY_TILE rows, values in the next; the query tile (ROWS =
+// 2 * KEY_TILE rows) before the key loop.
+shared uvec4 tile[2u * KEY_TILE * ROW_PIECES];
+shared float scores_tile[4u * FRAGMENT * KEY_TILE];   // per subgroup: S, or two O fragments
+shared uint p_tile[4u * FRAGMENT * KEY_TILE / 2u];    // per subgroup: P as fp16 pairs
+shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 = no row
+shared uint row_output[ROWS];
+shared int tile_keys[KEY_TILE];
+
+// Multiplies the subgroup's O by each row's `scale`, two fragments at a time
+// through its scores_tile region (lane: row lane / 2, columns (lane % 2) * 16 ...).
+void scale_rows(inout FLOAT_FRAGMENT o[D_BLOCKS], float scale, uint region, uint lane) {
+  [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
+    coopMatStoreNV(o[b], scores_tile, region, KEY_TILE, false);
+    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    const uint at = region + (lane >> 1u) * KEY_TILE + (lane & 1u) * FRAGMENT;
+    [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) scores_tile[at + c] *= scale;
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    coopMatLoadNV(o[b], scores_tile, region, KEY_TILE, false);
+    coopMatLoadNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+  }
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationIndex, subgroup = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint split = gl_WorkGroupID.x, query_tile = gl_WorkGroupID.y;
+  const uint list = gl_WorkGroupID.z / pc.head_blocks, block = gl_WorkGroupID.z % pc.head_blocks;
+  const uint kv_head = list * pc.heads_per_list / (pc.n_heads / pc.n_kv_heads);
+
+  for (uint row = tid; row < ROWS; row += gl_WorkGroupSize.x)
+    tile_row(row, query_tile, list, block, row_key_limit[row], row_output[row]);
+  barrier();
+  for (uint i = tid; i < ROWS * CHUNKS; i += gl_WorkGroupSize.x) {
+    uint row = i / CHUNKS, chunk = i % CHUNKS;
+    tile[row * ROW_PIECES + chunk] = row_key_limit[row] > 0u ? queries[row_output[row] * CHUNKS + chunk] : uvec4(0);
+  }
+  barrier();
+  HALF_FRAGMENT q[D_BLOCKS];
+  [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b)
+    coopMatLoadNV(q[b], tile, subgroup * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, false);
+  FLOAT_FRAGMENT o[D_BLOCKS];
+  [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) o[b] = FLOAT_FRAGMENT(0.0);
+  barrier();
+
+  const uint row = subgroup * FRAGMENT + (lane >> 1u), half_ = lane & 1u;  // this lane's row and half of the tile
+  const uint limit = row_key_limit[row];
+  const uint region = subgroup * FRAGMENT * KEY_TILE;
+  float reference_max = LOWEST_FLOAT, sum = 0.0;  // sum: this lane's half of the row
+
+#if KEY_LIST
+  const uint slots = pc.list_length + pc.own_count;
+#else
+  uint slots = 0u;
+  for (uint r = 0u; r < ROWS; ++r) slots = max(slots, row_key_limit[r]);
+#endif
+  const uint slot_begin = split * pc.split_keys;
+  const uint slot_end = min(slot_begin + pc.split_keys, slots);
+
+  for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
+    if (tid < KEY_TILE) tile_keys[tid] = slot0 + tid < slot_end ? slot_key(list, slot0 + tid) : -1;
+    barrier();
+    for (uint i = tid; i < 2u * KEY_TILE * CHUNKS; i += gl_WorkGroupSize.x) {
+      uint kk = (i / CHUNKS) % KEY_TILE, chunk = i % CHUNKS;
+      bool value = i >= KEY_TILE * CHUNKS;
+      int key = tile_keys[kk];
+      uvec4 piece = uvec4(0);
+      if (key >= 0) {
+        uint at = (kv_head * pc.n_tokens + uint(key)) * CHUNKS + chunk;
+        piece = value ? values_[at] : keys[at];
+      }
+      tile[((value ? KEY_TILE : 0u) + kk) * ROW_PIECES + chunk] = piece;
+    }
+    barrier();
+
+    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
+      FLOAT_FRAGMENT s = FLOAT_FRAGMENT(0.0);
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
+        HALF_FRAGMENT k;
+        coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true);  // K^T
+        s = coopMatMulAddNV(q[b], k, s);
+      }
+      coopMatStoreNV(s, scores_tile, region + j * FRAGMENT, KEY_TILE, false);
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+
+    float scores[FRAGMENT];
+    float tile_max = LOWEST_FLOAT;
+    [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) {
+      uint column = half_ * FRAGMENT + c;
+      int key = tile_keys[column];
+      bool causal = key >= 0 && uint(key) < limit;
+      scores[c] = causal ? scores_tile[region + (lane >> 1u) * KEY_TILE + column] * pc.scale_log2 : LOWEST_FLOAT;
+      tile_max = max(tile_max, scores[c]);
+    }
+    tile_max = max(tile_max, subgroupShuffleXor(tile_max, 1u));
+    const bool grows = reference_max != LOWEST_FLOAT && tile_max > reference_max + RESCALE_MARGIN;
+    if (subgroupAny(grows)) {
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();  // every lane has read its scores before O passes through the region
+      float scale = grows ? exp2(reference_max - tile_max) : 1.0;
+      scale_rows(o, scale, region, lane);
+      sum *= scale;
+    }
+    if (grows || reference_max == LOWEST_FLOAT) reference_max = tile_max;
+
+    [[unroll]] for (uint c = 0u; c < FRAGMENT; c += 2u) {
+      vec2 p = vec2(scores[c] == LOWEST_FLOAT ? 0.0 : exp2(scores[c] - reference_max),
+                    scores[c + 1u] == LOWEST_FLOAT ? 0.0 : exp2(scores[c + 1u] - reference_max));
+      uint packed = packHalf2x16(p);
+      p = unpackHalf2x16(packed);  // the sum counts what P V multiplies
+      sum += p.x + p.y;
+      p_tile[(region + (lane >> 1u) * KEY_TILE + half_ * FRAGMENT + c) / 2u] = packed;
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
+      HALF_FRAGMENT p;
+      coopMatLoadNV(p, p_tile, region / 2u + j * FRAGMENT / 2u, KEY_TILE / 2u, false);
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
+        HALF_FRAGMENT v;
+        coopMatLoadNV(v, tile, (KEY_TILE + j * FRAGMENT) * ROW_PIECES + b * 2u, ROW_PIECES, false);
+        o[b] = coopMatMulAddNV(p, v, o[b]);
+      }
+    }
+    barrier();
+  }
+
+  sum += subgroupShuffleXor(sum, 1u);
+  const uint output_row = row_output[row];
+  [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
+    coopMatStoreNV(o[b], scores_tile, region, KEY_TILE, false);
+    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    if (limit > 0u) {
+      const uint at = region + (lane >> 1u) * KEY_TILE + half_ * FRAGMENT;
+      const uint destination = (output_row * pc.n_splits + split) * HEAD_DIM + (b + half_) * FRAGMENT;
+      [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) partial_output[destination + c] = scores_tile[at + c];
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+  }
+  if (limit > 0u && half_ == 0u) partial_stats[output_row * pc.n_splits + split] = vec2(reference_max, sum);
+}
