@@ -1,7 +1,5 @@
 #include "topk.h"
 
-#include <algorithm>
-
 #include "../shaders/layouts.h"
 #include "topk_count.spv.h"
 #include "topk_digit.spv.h"
@@ -10,8 +8,7 @@
 
 namespace kv {
 namespace {
-constexpr uint32_t kSlice = 256 * 8;  // topk_common.glsl's SLICE: candidates per workgroup of a long row
-constexpr uint32_t kDigits = 3;       // 11 + 11 + 10 bits
+constexpr uint32_t kDigits = 3;  // 11 + 11 + 10 bits
 
 vk::Kernel topk_kernel(const vk::Device& device, const char* name, std::span<const uint32_t> spirv, uint32_t buffers) {
   return vk::Kernel(device, name, spirv, {buffers, sizeof(layouts::TopKPush)}, {});
@@ -25,6 +22,13 @@ TopK::TopK(const vk::Device& device)
       count_(topk_kernel(device, "topk_count", topk_count_spirv, 3)),
       write_(topk_kernel(device, "topk_write", topk_write_spirv, 4)) {}
 
+bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
+  if (buffer.bytes() >= bytes) return false;
+  if (buffer.bytes()) outgrown_.push_back(std::move(buffer));
+  buffer = vk::Buffer(*device_, bytes);
+  return true;
+}
+
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                   const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
   if (n <= TOPK_ROW_MAX) {
@@ -32,18 +36,9 @@ void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint3
     pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
     return;
   }
-  const uint32_t slices = (n + kSlice - 1) / kSlice;
-  const VkDeviceSize state_bytes = VkDeviceSize(rows) * TOPK_ROW_WORDS * 4;
-  if (select_state_.bytes() < state_bytes) {
-    if (select_state_.bytes()) outgrown_.push_back(std::move(select_state_));
-    select_state_ = vk::Buffer(*device_, state_bytes);
-    select_state_.fill(0);
-  }
-  const VkDeviceSize count_bytes = VkDeviceSize(rows) * slices * 8;
-  if (slice_counts_.bytes() < count_bytes) {
-    if (slice_counts_.bytes()) outgrown_.push_back(std::move(slice_counts_));
-    slice_counts_ = vk::Buffer(*device_, count_bytes);
-  }
+  const uint32_t slices = (n + TOPK_SLICE - 1) / TOPK_SLICE;
+  if (grow(select_state_, VkDeviceSize(rows) * TOPK_ROW_WORDS * 4)) select_state_.fill(0);
+  grow(slice_counts_, VkDeviceSize(rows) * slices * 8);
   layouts::TopKPush push{n, k, row_stride, out_stride, slices, 0};
   for (uint32_t level = 0; level < kDigits; ++level) {
     push.level = level;

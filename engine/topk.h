@@ -22,6 +22,9 @@ class TopK {
               const vk::Buffer& indices, uint32_t out_stride, const std::string& stage = "topk");
 
  private:
+  // Replaces `buffer` with one of `bytes` when it is smaller; true if it did.
+  bool grow(vk::Buffer& buffer, VkDeviceSize bytes);
+
   const vk::Device* device_;
   vk::Kernel row_, digit_, count_, write_;
   // Zeroed when allocated; topk_digit leaves the histograms and counters zeroed

@@ -53,6 +53,7 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
 // of `n` scores (ties toward the lower index), written as ascending indices
 // padded with -1 to `out_stride`. One workgroup = (slice of a row, row).
 #define TOPK_ROW_MAX 8192u
+#define TOPK_SLICE 2048u  /* candidates per workgroup of a longer row */
 #define TOPK_FIELDS \
   uint n;           /* candidates per row */ \
   uint k;           \

@@ -8,8 +8,8 @@
 // kernel declares `scores` (and `indices` if it writes them) first.
 layout(local_size_x = 256) in;
 const uint WORKGROUP = 256u;
-const uint PER_INVOCATION = 8u;  // topk_digit, topk_count, topk_write: loads in flight per invocation
-const uint SLICE = WORKGROUP * PER_INVOCATION;
+const uint SLICE = TOPK_SLICE;
+const uint PER_INVOCATION = SLICE / WORKGROUP;  // topk_digit, topk_count, topk_write: loads in flight per invocation
 const uint BINS_PER_INVOCATION = TOPK_BINS / WORKGROUP;
 
 layout(push_constant) uniform TopKPush { TOPK_FIELDS } pc;
