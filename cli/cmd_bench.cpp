@@ -23,7 +23,9 @@ const char* const kBenchHelp =
     "prefill chunks at --prefill-budget: every stage's median GPU time (after warm-up;\n"
     "two copies of K and V alternate between runs so caches do not flatter), the bytes\n"
     "it must move, the GB/s that makes, and the fraction of the device's read\n"
-    "bandwidth, which bench measures first with a streaming kernel. --kernel-stats also\n"
+    "bandwidth, which bench measures first with a streaming kernel. Each step ends with\n"
+    "'sum_of_stages' (the stage rows' run: a timestamp after every stage) and 'total'\n"
+    "(the step run with timestamps only at its ends, as a pipeline runs it). --kernel-stats also\n"
     "prints what the driver's compiler reports for each kernel (registers, spills, ...;\n"
     "VK_KHR_pipeline_executable_properties, where the device has it).\n";
 
@@ -71,15 +73,18 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   BenchResult r = kv::run_bench(device, config, [&](const std::string& what) {
     if (global.verbose) std::fprintf(stderr, "bench: %s\n", what.c_str());
   });
-  std::printf("device %s: read bandwidth %.0f GB/s (stream_read over %.0f MiB), %.1f us a stage that does nothing\n",
+  std::printf("device %s: read bandwidth %.0f GB/s (stream_read over %.0f MiB); a stage that does nothing: %.1f us, "
+              "%.1f us with its timestamp\n",
               r.device.c_str(), r.read_gigabytes_per_second, r.read_buffer_bytes / 1048576.0,
-              r.dispatch_floor_milliseconds * 1e3);
+              r.dispatch_floor_milliseconds * 1e3, r.timed_dispatch_floor_milliseconds * 1e3);
   std::printf("H=%u G=%u d=%u %s, decode budget %u, prefill chunk %u with B_SA %u, median of %u runs\n\n", config.heads,
               config.kv_heads, config.dim, dtype.c_str(), config.budget, config.chunk, config.prefill_budget, config.repeat);
   std::printf("%-8s %-15s %-26s %11s %10s %9s %8s  %s\n", "length", "step", "stage", "time_us", "MB", "GB/s", "of_read",
               "per_copy_us");
   nlohmann::json json = {{"device", r.device}, {"read_gb_per_s", r.read_gigabytes_per_second},
-                         {"dispatch_floor_us", r.dispatch_floor_milliseconds * 1e3}, {"rows", nlohmann::json::array()}};
+                         {"dispatch_floor_us", r.dispatch_floor_milliseconds * 1e3},
+                         {"timed_dispatch_floor_us", r.timed_dispatch_floor_milliseconds * 1e3},
+                         {"rows", nlohmann::json::array()}};
   for (const BenchRow& row : r.rows) {
     const double fraction = row.gigabytes_per_second() / r.read_gigabytes_per_second;
     std::string per_copy;

@@ -57,14 +57,15 @@ std::pair<double, double> measure_read_bandwidth(const vk::Device& device) {
 }
 
 // What a stage costs when it does nothing: one workgroup of stream_read over
-// 4 KiB, dispatched like every stage (a barrier and a timestamp after it). A
-// step of n stages cannot take less than n times this.
-double measure_dispatch_floor(const vk::Device& device) {
+// 4 KiB behind a barrier, as every stage is dispatched; per_stage adds the
+// timestamp the stage rows pay. A step of n stages cannot take less than n
+// times the untimed floor.
+double measure_dispatch_floor(const vk::Device& device, vk::Pass::Timing timing) {
   constexpr uint32_t kDispatches = 16;
   vk::Buffer source(device, 4096), folded(device, 4);
   source.fill(0);
   vk::Kernel kernel(device, "stream_read", stream_read_spirv, {2, sizeof(layouts::StreamReadPush)}, {});
-  vk::Pass pass(device);
+  vk::Pass pass(device, kDispatches, timing);
   const layouts::StreamReadPush push{4096 / 16};
   for (uint32_t i = 0; i < kDispatches; ++i) pass.dispatch(kernel, {&source, &folded}, push, 1, 1, 1, "floor");
   std::vector<double> ms;
@@ -112,7 +113,8 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
   BenchResult result;
   result.device = device.info().name;
   std::tie(result.read_gigabytes_per_second, result.read_buffer_bytes) = measure_read_bandwidth(device);
-  result.dispatch_floor_milliseconds = measure_dispatch_floor(device);
+  result.dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::whole);
+  result.timed_dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::per_stage);
 
   // H2O reads every past query (O(T^2)): timed only when named.
   std::vector<std::string> wanted = c.steps;
@@ -163,15 +165,20 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::vector<std::unique_ptr<Attention>> attention;
       std::vector<std::unique_ptr<Method>> methods;
       std::vector<std::unique_ptr<vk::Buffer>> lists, lse;
-      std::vector<std::unique_ptr<vk::Pass>> passes;
+      // Each copy's step twice: `staged` times every stage, `whole` only the
+      // step, as a user's pipeline would run it (the timestamps between stages
+      // cost time of their own; docs/perf.md).
+      std::vector<std::unique_ptr<vk::Pass>> staged, whole;
       uint32_t list_rows = 0;
       for (auto& copy : copies) {
         const bool dense = step.method.empty();
         attention.push_back(std::make_unique<Attention>(device, shape, c.dtype, dense ? Attention::Keys::dense : Attention::Keys::sparse,
                                                         max_queries));
-        passes.push_back(std::make_unique<vk::Pass>(device));
+        staged.push_back(std::make_unique<vk::Pass>(device));
+        whole.push_back(std::make_unique<vk::Pass>(device, 256, vk::Pass::Timing::whole));
         if (dense) {
-          attention.back()->record(*passes.back(), *copy, {&queries, step.block.n_queries, step.block.first_query}, "dense");
+          for (vk::Pass* pass : {staged.back().get(), whole.back().get()})
+            attention.back()->record(*pass, *copy, {&queries, step.block.n_queries, step.block.first_query}, "dense");
           continue;
         }
         Method& method = *methods.emplace_back(make_method(device, *copy, step.method, c.options, step.block.mode, max_queries));
@@ -180,15 +187,17 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         const uint32_t width = method.list_width(step.budget);
         lists.push_back(std::make_unique<vk::Buffer>(device, size_t(list_rows) * width * 4));
         lse.push_back(std::make_unique<vk::Buffer>(device, size_t(c.heads) * max_queries * 4));
-        method.record(*passes.back(), step.block, {&queries, lse.back().get()}, step.budget, *lists.back());
-        attention.back()->record(*passes.back(), *copy,
-                                 sparse_request(queries, step.block, *lists.back(), heads_per_row(shape, granularity), width),
-                                 "sparse_attention");
+        for (vk::Pass* pass : {staged.back().get(), whole.back().get()}) {
+          method.record(*pass, step.block, {&queries, lse.back().get()}, step.budget, *lists.back());
+          attention.back()->record(*pass, *copy,
+                                   sparse_request(queries, step.block, *lists.back(), heads_per_row(shape, granularity), width),
+                                   "sparse_attention");
+        }
       }
       std::map<std::string, std::vector<double>> samples;
       std::vector<std::string> order;
-      std::vector<double> totals;
-      std::vector<std::vector<double>> copy_totals(passes.size());
+      std::vector<double> totals, stage_sums;
+      std::vector<std::vector<double>> copy_totals(whole.size());
       // Warm-up until the timings settle: windows of 10 runs until a window's
       // median is within 3% of the one before (at most 2 s). It does not cure
       // the slow steps of some runs, nor did 300 ms of streaming reads before
@@ -198,7 +207,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       for (double previous = 0;;) {
         std::vector<double> window;
         for (int i = 0; i < 10; ++i, ++warm_runs) {
-          vk::Pass& pass = *passes[warm_runs % passes.size()];
+          vk::Pass& pass = *whole[warm_runs % whole.size()];
           pass.run();
           window.push_back(pass.total_milliseconds());
         }
@@ -208,11 +217,14 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         previous = now;
       }
       for (uint32_t run = 0; run < c.repeat; ++run) {
-        const size_t copy = (warm_runs + run) % passes.size();
-        vk::Pass& pass = *passes[copy];
-        pass.run();
-        totals.push_back(pass.total_milliseconds());
+        const size_t copy = (warm_runs + run) % whole.size();
+        whole[copy]->run();
+        totals.push_back(whole[copy]->total_milliseconds());
         copy_totals[copy].push_back(totals.back());
+        // The other copy for the staged run, so that neither run finds the other's K/V in cache.
+        vk::Pass& pass = *staged[(copy + 1) % staged.size()];
+        pass.run();
+        stage_sums.push_back(pass.total_milliseconds());
         for (const vk::StageTime& t : pass.stage_times()) {
           if (!samples.count(t.stage)) order.push_back(t.stage);
           samples[t.stage].push_back(t.milliseconds);
@@ -225,6 +237,7 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});
         total_bytes += bytes(stage);
       }
+      result.rows.push_back({length, step.name, "sum_of_stages", median(stage_sums), total_bytes});
       BenchRow total{length, step.name, "total", median(totals), total_bytes};
       for (const std::vector<double>& copy : copy_totals)
         if (!copy.empty()) total.copy_milliseconds.push_back(median(copy));

@@ -29,7 +29,9 @@ std::vector<std::string> bench_step_names();
 struct BenchRow {
   uint32_t length = 0;
   std::string step;   // e.g. "dense decode", "quest decode", "quoka prefill"
-  std::string stage;  // a stage name, or "total"
+  // A stage name; "sum_of_stages": the step timed stage by stage (a timestamp
+  // between stages); "total": the step timed whole, as a pipeline runs it.
+  std::string stage;
   double milliseconds = 0;
   double bytes = 0;
   // "total" rows: the median of each K/V copy's runs, to tell a slow copy from slow runs.
@@ -41,7 +43,8 @@ struct BenchResult {
   std::string device;
   double read_gigabytes_per_second = 0;  // measured with stream_read.comp
   double read_buffer_bytes = 0;
-  double dispatch_floor_milliseconds = 0;  // the time of a stage that does nothing
+  double dispatch_floor_milliseconds = 0;        // a stage that does nothing, in a chain timed whole
+  double timed_dispatch_floor_milliseconds = 0;  // the same with a timestamp after it, as stage rows are
   std::vector<BenchRow> rows;
 };
 

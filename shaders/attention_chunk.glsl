@@ -37,6 +37,8 @@ const uint ROW_PIECES = CHUNKS + 1u;        // padded row in shared memory
 const uint D_BLOCKS = HEAD_DIM / FRAGMENT;
 const uint KEY_BLOCKS = KEY_TILE / FRAGMENT;
 const float RESCALE_MARGIN = 8.0;
+const uint KEY_PIECES = KEY_TILE * CHUNKS / 128u;  // per invocation and tile (d a multiple of 32)
+const uint PIECES = 2u * KEY_PIECES;
 
 #define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 #define FLOAT_FRAGMENT fcoopmatNV<32, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
@@ -49,6 +51,23 @@ shared uint p_tile[4u * FRAGMENT * KEY_TILE / 2u];    // per subgroup: P as fp16
 shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 = no row
 shared uint row_output[ROWS];
 shared int tile_keys[KEY_TILE];
+
+// Loads this invocation's share of the key and value rows of the KEY_TILE slots
+// from slot0 into registers: invocation i's pieces k < KEY_PIECES are the keys'
+// 16-byte pieces i + 128 k (row (i + 128 k) / CHUNKS of the tile), the rest the
+// same pieces of the values.
+void fetch_tile(uint list, uint kv_head, uint slot0, uint slot_end, out int tile_key[KEY_PIECES], out uvec4 pieces[PIECES]) {
+  [[unroll]] for (uint k = 0u; k < KEY_PIECES; ++k) {
+    const uint slot = slot0 + (gl_LocalInvocationIndex + gl_WorkGroupSize.x * k) / CHUNKS;
+    tile_key[k] = slot < slot_end ? slot_key(list, slot) : -1;
+  }
+  [[unroll]] for (uint k = 0u; k < PIECES; ++k) {
+    const uint i = gl_LocalInvocationIndex + gl_WorkGroupSize.x * (k % KEY_PIECES);
+    const int key = tile_key[k % KEY_PIECES];
+    const uint at = (kv_head * pc.n_tokens + uint(max(key, 0))) * CHUNKS + i % CHUNKS;
+    pieces[k] = key < 0 ? uvec4(0) : k < KEY_PIECES ? keys[at] : values_[at];
+  }
+}
 
 // Multiplies the subgroup's O by each row's `scale`, two fragments at a time
 // through its scores_tile region (lane: row lane / 2, columns (lane % 2) * 16 ...).
@@ -104,21 +123,20 @@ void main() {
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
 
+  int next_keys[KEY_PIECES];
+  uvec4 next_pieces[PIECES];
+  if (slot_begin < slot_end) fetch_tile(list, kv_head, slot_begin, slot_end, next_keys, next_pieces);
   for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
-    if (tid < KEY_TILE) tile_keys[tid] = slot0 + tid < slot_end ? slot_key(list, slot0 + tid) : -1;
-    barrier();
-    for (uint i = tid; i < 2u * KEY_TILE * CHUNKS; i += gl_WorkGroupSize.x) {
-      uint kk = (i / CHUNKS) % KEY_TILE, chunk = i % CHUNKS;
-      bool value = i >= KEY_TILE * CHUNKS;
-      int key = tile_keys[kk];
-      uvec4 piece = uvec4(0);
-      if (key >= 0) {
-        uint at = (kv_head * pc.n_tokens + uint(key)) * CHUNKS + chunk;
-        piece = value ? values_[at] : keys[at];
-      }
-      tile[((value ? KEY_TILE : 0u) + kk) * ROW_PIECES + chunk] = piece;
+    [[unroll]] for (uint k = 0u; k < PIECES; ++k) {
+      const uint i = tid + gl_WorkGroupSize.x * (k % KEY_PIECES), kk = i / CHUNKS, chunk = i % CHUNKS;
+      tile[((k < KEY_PIECES ? 0u : KEY_TILE) + kk) * ROW_PIECES + chunk] = next_pieces[k];
+      if (k < KEY_PIECES && chunk == 0u) tile_keys[kk] = next_keys[k];
     }
     barrier();
+    // The next tile's loads are issued now and stored at the next iteration, so
+    // their latency hides behind this tile's work (one load latency per tile
+    // otherwise dominated it: docs/perf.md, session 5).
+    if (slot0 + KEY_TILE < slot_end) fetch_tile(list, kv_head, slot0 + KEY_TILE, slot_end, next_keys, next_pieces);
 
     [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
       FLOAT_FRAGMENT s = FLOAT_FRAGMENT(0.0);

@@ -9,21 +9,23 @@
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
+layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
 
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer MeanQuery { float query[]; };     // [H, d]
+layout(push_constant) uniform FierScoresPush { FIER_SCORES_FIELDS } pc;
+
+#include "head_query.glsl"
 layout(std430, binding = 1) readonly buffer LowHigh { uint low_high[]; };     // [G, n_blocks, d]
 layout(std430, binding = 2) readonly buffer Bits { uint bits[]; };            // [G, T, d / 32]
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };      // [rows, row_stride]
 
-layout(push_constant) uniform FierScoresPush { FIER_SCORES_FIELDS } pc;
-
 // The query heads of a KV head read the same bits and (lo, hi): each
-// invocation scores its token for HEADS_AT_ONCE of them per read.
+// invocation scores its token for HEADS_AT_ONCE of them per read, their
+// queries' channel in one vec4 (one shared-memory read for four heads).
 const uint HEADS_AT_ONCE = 4u;
-shared float group_query[HEADS_AT_ONCE * HEAD_DIM];
+shared vec4 group_query[HEAD_DIM];  // channel c of heads first .. first + 3
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, token = gl_GlobalInvocationID.x;
@@ -34,13 +36,13 @@ void main() {
   float aggregate = empty;  // over the heads of the current row
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
-    for (uint i = gl_LocalInvocationIndex; i < HEADS_AT_ONCE * HEAD_DIM; i += 128u) {
-      uint h = first + i / HEAD_DIM;
-      group_query[i] = h < group ? query[(kv_head * group + h) * HEAD_DIM + i % HEAD_DIM] : 0.0;
+    for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) {
+      vec4 q = vec4(0.0);
+      for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j) q[j] = head_query(kv_head * group + first + j, c);
+      group_query[c] = q;
     }
     barrier();
-    float score[HEADS_AT_ONCE];
-    [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) score[j] = 0.0;
+    vec4 score = vec4(0.0);
     if (valid) {
       for (uint word = 0u; word < words; ++word) {
         uint packed = bits[(kv_head * pc.n_tokens + token) * words + word];
@@ -48,7 +50,7 @@ void main() {
           uint channel = word * 32u + b;
           vec2 lo_hi = unpackHalf2x16(low_high[(kv_head * pc.n_blocks + block) * HEAD_DIM + channel]);
           float k = (packed & (1u << b)) != 0u ? lo_hi.y : lo_hi.x;
-          [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) score[j] += group_query[j * HEAD_DIM + channel] * k;
+          score += group_query[channel] * k;
         }
       }
     }

@@ -8,7 +8,7 @@
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
-layout(local_size_x = 64) in;
+layout(local_size_x = 128) in;
 
 #include "load.glsl"
 
@@ -20,16 +20,24 @@ layout(push_constant) uniform FierQuantizePush { FIER_QUANTIZE_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
+const uint CHUNKS = HEAD_DIM / 8u;
+// Invocations per 16-byte piece of a row: each scans every TOKEN_LANES-th token
+// of the block, so a decode step's one block costs a few load latencies, not
+// group_size of them.
+const uint TOKEN_LANES = 128u / CHUNKS;
+
+shared vec4 lane_min[128][2], lane_max[128][2];
 shared float low[HEAD_DIM];
 shared float high[HEAD_DIM];
 
 void main() {
-  const uint block = pc.first_block + gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y;
+  const uint block = pc.first_block + gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
   if (block >= pc.end_block) return;
   const uint first = block * pc.group_size, end = min(first + pc.group_size, pc.n_valid);
-  for (uint chunk = gl_LocalInvocationIndex; chunk < HEAD_DIM / 8u; chunk += 64u) {
-    vec4 max_lo = vec4(-3.402823466e38), max_hi = max_lo, min_lo = vec4(3.402823466e38), min_hi = min_lo;
-    for (uint j = first; j < end; ++j) {
+  const uint chunk = tid % CHUNKS, token_lane = tid / CHUNKS;
+  vec4 max_lo = vec4(-3.402823466e38), max_hi = max_lo, min_lo = vec4(3.402823466e38), min_hi = min_lo;
+  if (token_lane < TOKEN_LANES)
+    for (uint j = first + token_lane; j < end; j += TOKEN_LANES) {
       vec4 lo, hi;
       load_key((kv_head * pc.n_tokens + j) * HEAD_DIM + chunk * 8u, lo, hi);
       max_lo = max(max_lo, lo);
@@ -37,27 +45,33 @@ void main() {
       min_lo = min(min_lo, lo);
       min_hi = min(min_hi, hi);
     }
-    for (uint c = 0u; c < 4u; ++c) {
-      low[chunk * 8u + c] = min_lo[c];
-      low[chunk * 8u + 4u + c] = min_hi[c];
-      high[chunk * 8u + c] = max_lo[c];
-      high[chunk * 8u + 4u + c] = max_hi[c];
+  lane_min[tid][0] = min_lo;
+  lane_min[tid][1] = min_hi;
+  lane_max[tid][0] = max_lo;
+  lane_max[tid][1] = max_hi;
+  barrier();
+  for (uint c = tid; c < HEAD_DIM; c += 128u) {
+    float lowest = 3.402823466e38, highest = -3.402823466e38;
+    for (uint lane = 0u; lane < TOKEN_LANES; ++lane) {
+      lowest = min(lowest, lane_min[lane * CHUNKS + c / 8u][(c % 8u) / 4u][c % 4u]);
+      highest = max(highest, lane_max[lane * CHUNKS + c / 8u][(c % 8u) / 4u][c % 4u]);
     }
+    low[c] = lowest;
+    high[c] = highest;
+    low_high[(kv_head * pc.n_blocks + block) * HEAD_DIM + c] = packHalf2x16(vec2(lowest, highest));
   }
   barrier();
-  for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 64u)
-    low_high[(kv_head * pc.n_blocks + block) * HEAD_DIM + c] = packHalf2x16(vec2(low[c], high[c]));
   const uint words = HEAD_DIM / 32u;
-  for (uint i = gl_LocalInvocationIndex; i < (end - first) * words; i += 64u) {
+  for (uint i = tid; i < (end - first) * words; i += 128u) {
     uint j = first + i / words, word = i % words, packed = 0u;
-    for (uint chunk = 0u; chunk < 4u; ++chunk) {
+    for (uint part = 0u; part < 4u; ++part) {
       vec4 lo, hi;
-      load_key((kv_head * pc.n_tokens + j) * HEAD_DIM + word * 32u + chunk * 8u, lo, hi);
+      load_key((kv_head * pc.n_tokens + j) * HEAD_DIM + word * 32u + part * 8u, lo, hi);
       for (uint c = 0u; c < 8u; ++c) {
-        uint channel = word * 32u + chunk * 8u + c;
+        uint channel = word * 32u + part * 8u + c;
         float value = c < 4u ? lo[c] : hi[c - 4u];
         float range = high[channel] - low[channel];
-        if (range > 0.0 && (value - low[channel]) / range >= 0.5) packed |= 1u << (chunk * 8u + c);
+        if (range > 0.0 && (value - low[channel]) / range >= 0.5) packed |= 1u << (part * 8u + c);
       }
     }
     bits[(kv_head * pc.n_tokens + j) * words + word] = packed;

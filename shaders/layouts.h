@@ -136,7 +136,8 @@ KV_PUSH_STRUCT(PageMinMaxPush, PAGE_MINMAX_FIELDS)
   uint n_candidates; \
   uint row_stride; \
   uint heads_per_row; \
-  uint aggregate;
+  uint aggregate; \
+  uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(PageScoresPush, PAGE_SCORES_FIELDS)
 
 // quest_expand.comp: kept pages (ascending, -1 padded) plus the always-kept last
@@ -170,7 +171,8 @@ KV_PUSH_STRUCT(FierQuantizePush, FIER_QUANTIZE_FIELDS)
   uint n_candidates; \
   uint row_stride; \
   uint heads_per_row; \
-  uint aggregate;
+  uint aggregate; \
+  uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(FierScoresPush, FIER_SCORES_FIELDS)
 
 // streaming_indices.comp: the first n_sink and the last budget - n_sink candidates.
@@ -201,7 +203,8 @@ KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
   uint n_tokens;     \
   uint n_candidates; \
   uint row_stride;   \
-  uint r;
+  uint r;            \
+  uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
 
 // window_log_sum_exp.comp and window_scores.comp (SnapKV, H2O, SampleAttention):
@@ -241,7 +244,8 @@ KV_PUSH_STRUCT(RecentPush, RECENT_FIELDS)
   uint n_tokens;     \
   uint n_candidates; \
   uint row_stride;   \
-  uint rank;
+  uint rank;         \
+  uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(LokiPush, LOKI_FIELDS)
 
 // selection_metrics.comp: per query head, coverage and output error (means over

@@ -1,6 +1,7 @@
 #version 460
-// The mean of each head's queries, as float: [H, n, d] -> [H, d]. Decode
-// (n = 1) only converts; Quest and Fier score a prefill chunk with it.
+// The mean of each head's queries, as float: [H, n, d] -> [H, d], which Quest,
+// Fier, SparQ and Loki score a prefill chunk with (decode reads its one query in
+// place: head_query.glsl).
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 

@@ -6,17 +6,21 @@
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
+layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
 
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer MeanQuery { float query[]; };    // [H, d]
+layout(push_constant) uniform PageScoresPush { PAGE_SCORES_FIELDS } pc;
+
+#include "head_query.glsl"
 layout(std430, binding = 1) readonly buffer PageMinMax { float minmax[]; };  // [G, 2, d, n_pages]
 layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };     // [rows, row_stride]
 
-layout(push_constant) uniform PageScoresPush { PAGE_SCORES_FIELDS } pc;
-
-shared float head_query[HEAD_DIM];
+// One workgroup per row and 128 pages. (One workgroup serving a group's four
+// heads per read of the bounds measured slower on the H100: 21 against 18 us
+// at 32k; docs/perf.md, session 5.)
+shared float row_query[HEAD_DIM];
 
 void main() {
   const uint row = gl_WorkGroupID.y, page = gl_GlobalInvocationID.x;
@@ -26,12 +30,12 @@ void main() {
   float aggregate = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;
   for (uint h = first_head; h < first_head + pc.heads_per_row; ++h) {
     barrier();
-    for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) head_query[c] = query[h * HEAD_DIM + c];
+    for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) row_query[c] = head_query(h, c);
     barrier();
     if (page >= pc.n_candidates) continue;
     float bound = 0.0;
     for (uint c = 0u; c < HEAD_DIM; ++c)
-      bound += max(head_query[c] * minmax[max_base + c * pc.n_pages], head_query[c] * minmax[min_base + c * pc.n_pages]);
+      bound += max(row_query[c] * minmax[max_base + c * pc.n_pages], row_query[c] * minmax[min_base + c * pc.n_pages]);
     aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + bound / float(pc.heads_per_row) : max(aggregate, bound);
   }
   if (page < pc.n_candidates) scores[row * pc.row_stride + page] = aggregate;

@@ -49,10 +49,23 @@ void main() {
                                            : vec4(0);
     }
     barrier();
-    for (uint s = 0u; s < AGGREGATE_TILE && a0 + s < n_aggregates; ++s) {
-      float dot_product = 0.0;
+    // Four aggregates at a time where there are four (prefill): four
+    // independent sums, where one sum's chain of dependent adds bounded the
+    // loop; one at a time otherwise (decode keeps one aggregate).
+    const uint tile_end = min(AGGREGATE_TILE, n_aggregates - a0);
+    uint s = 0u;
+    for (; s + 4u <= tile_end; s += 4u) {
+      vec4 dot_products = vec4(0.0);
       for (uint v = 0u; v < HEAD_DIM / 4u; ++v)
-        dot_product += dot(aggregate_tile[s * HEAD_DIM / 4u + v], k[v]);
+        dot_products += vec4(dot(aggregate_tile[s * HEAD_DIM / 4u + v], k[v]),
+                             dot(aggregate_tile[(s + 1u) * HEAD_DIM / 4u + v], k[v]),
+                             dot(aggregate_tile[(s + 2u) * HEAD_DIM / 4u + v], k[v]),
+                             dot(aggregate_tile[(s + 3u) * HEAD_DIM / 4u + v], k[v]));
+      best = max(best, max(max(dot_products.x, dot_products.y), max(dot_products.z, dot_products.w)) * key_scale);
+    }
+    for (; s < tile_end; ++s) {
+      float dot_product = 0.0;
+      for (uint v = 0u; v < HEAD_DIM / 4u; ++v) dot_product += dot(aggregate_tile[s * HEAD_DIM / 4u + v], k[v]);
       best = max(best, dot_product * key_scale);
     }
   }

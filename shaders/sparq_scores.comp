@@ -11,11 +11,11 @@ layout(local_size_x = 128) in;
 
 #include "load.glsl"
 
-layout(std430, binding = 0) readonly buffer MeanQuery { float mean_query[]; };  // [H, d]
+layout(push_constant) uniform SparqPush { SPARQ_FIELDS } pc;
+
+#include "head_query.glsl"
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };             // [G, T, d]
 layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };        // [H, row_stride]
-
-layout(push_constant) uniform SparqPush { SPARQ_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
@@ -25,7 +25,7 @@ shared uint piece_used[HEAD_DIM / 8u];
 
 void main() {
   const uint head = gl_WorkGroupID.y, kv_head = head / (pc.n_heads / pc.n_kv_heads), tid = gl_LocalInvocationIndex;
-  for (uint c = tid; c < HEAD_DIM; c += 128u) query[c] = mean_query[head * HEAD_DIM + c];
+  for (uint c = tid; c < HEAD_DIM; c += 128u) query[c] = head_query(head, c);
   barrier();
   for (uint c = tid; c < HEAD_DIM; c += 128u) {
     const float magnitude = abs(query[c]);

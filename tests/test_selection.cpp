@@ -130,8 +130,10 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGqa, DType::f16, 64, "max"});
       cases.push_back({method, mode, kGqa128, DType::f32, 48, "mean"});
     }
-    cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, ""});
-    cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "mean"});
+    for (const char* method : {"quest", "fier"}) {
+      cases.push_back({method, mode, kGroupOf6, DType::f16, 50, ""});
+      cases.push_back({method, mode, kGroupOf6, DType::f16, 50, "mean"});
+    }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
     cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});

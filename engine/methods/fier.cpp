@@ -19,8 +19,8 @@ class Fier final : public Method {
         rows_(head_rows(layer.shape, options.gqa_agg)),
         keys_(device, layer, options.group_size),
         mean_query_(device, layer),
-        scores_kernel_(vk::Kernel(device, "fier_approx_scores", fier_approx_scores_spirv,
-                                  {4, sizeof(layouts::FierScoresPush)}, std::vector<uint32_t>{layer.shape.dim})),
+        scores_kernel_(make_layer_kernel<layouts::FierScoresPush>(device, "fier_approx_scores", fier_approx_scores_spirv, 4,
+                                                                  layer.shape, layer.dtype)),
         topk_(device),
         scores_(device, size_t(rows_.rows) * layer.shape.tokens * sizeof(float)) {
     vk::Pass build(device);
@@ -44,10 +44,10 @@ class Fier final : public Method {
     const AttentionShape& s = layer_.shape;
     const uint32_t candidates = block.candidates();
     quantize_last_block(pass, candidates);
-    mean_query_.record(pass, *inputs.queries, block.n_queries);
+    const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::FierScoresPush push{s.heads, s.kv_heads, s.tokens, options_.group_size, keys_.blocks(), candidates,
-                                 s.tokens, rows_.heads_per_row, rows_.aggregate};
-    pass.dispatch(scores_kernel_, {&mean_query_.output(), &keys_.low_high(), &keys_.bits(), &scores_}, push,
+                                 s.tokens, rows_.heads_per_row, rows_.aggregate, query.raw_query};
+    pass.dispatch(scores_kernel_, {query.buffer, &keys_.low_high(), &keys_.bits(), &scores_}, push,
                   ceil_div(candidates, 128), s.kv_heads, 1, "approx_scores");
     topk_.record(pass, scores_, rows_.rows, candidates, s.tokens, budget, indices, budget);
   }

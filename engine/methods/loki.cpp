@@ -62,9 +62,9 @@ class Loki final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t candidates = block.candidates();
-    mean_query_.record(pass, *inputs.queries, block.n_queries);
-    const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_};
-    pass.dispatch(scores_kernel_, {&mean_query_.output(), &basis_, &projected_, &scores_}, push,
+    const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
+    const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_, query.raw_query};
+    pass.dispatch(scores_kernel_, {query.buffer, &basis_, &projected_, &scores_}, push,
                   ceil_div(candidates, 128), s.heads, 1, "subspace_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }

@@ -24,8 +24,8 @@ class Quest final : public Method {
         rows_(head_rows(layer.shape, options.gqa_agg)),
         pages_(device, layer, options.page_size),
         mean_query_(device, layer),
-        scores_kernel_(vk::Kernel(device, "quest_page_scores", quest_page_scores_spirv,
-                                  {3, sizeof(layouts::PageScoresPush)}, std::vector<uint32_t>{layer.shape.dim})),
+        scores_kernel_(make_layer_kernel<layouts::PageScoresPush>(device, "quest_page_scores", quest_page_scores_spirv, 3,
+                                                                  layer.shape, layer.dtype)),
         expand_kernel_(vk::Kernel(device, "quest_expand", quest_expand_spirv, {2, sizeof(layouts::QuestExpandPush)}, {})),
         topk_(device),
         scores_(device, size_t(rows_.rows) * pages_.pages() * sizeof(float)) {
@@ -53,10 +53,10 @@ class Quest final : public Method {
     const uint32_t scored_pages = candidates ? (candidates - 1) / page_size : 0;  // pages before the last one
     const uint32_t kept = budget / page_size > 1 ? budget / page_size - 1 : 0;
     const vk::Buffer& kept_pages = kept_pages_buffer(std::max<uint32_t>(kept, 1));
-    mean_query_.record(pass, *inputs.queries, block.n_queries);
+    const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::PageScoresPush push{s.heads, s.kv_heads, pages_.pages(), scored_pages, pages_.pages(), rows_.heads_per_row,
-                                 rows_.aggregate};
-    pass.dispatch(scores_kernel_, {&mean_query_.output(), &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 128),
+                                 rows_.aggregate, query.raw_query};
+    pass.dispatch(scores_kernel_, {query.buffer, &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 128),
                   rows_.rows, 1, "page_scores");
     topk_.record(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, kept_pages, std::max<uint32_t>(kept, 1));
     layouts::QuestExpandPush expand{std::max<uint32_t>(kept, 1), page_size, candidates, list_width(budget)};

@@ -30,9 +30,9 @@ class Sparq final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t candidates = block.candidates();
-    mean_query_.record(pass, *inputs.queries, block.n_queries);
-    const layouts::SparqPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, r_};
-    pass.dispatch(scores_kernel_, {&mean_query_.output(), &layer_.keys, &scores_}, push, ceil_div(candidates, 128),
+    const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
+    const layouts::SparqPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, r_, query.raw_query};
+    pass.dispatch(scores_kernel_, {query.buffer, &layer_.keys, &scores_}, push, ceil_div(candidates, 128),
                   s.heads, 1, "partial_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }

@@ -7,13 +7,13 @@
 
 namespace kv::vk {
 
-Pass::Pass(const Device& device, uint32_t max_dispatches)
-    : device_(&device), max_dispatches_(max_dispatches), timed_(device.timestamp_valid_bits() > 0) {
+Pass::Pass(const Device& device, uint32_t max_dispatches, Timing timing)
+    : device_(&device), max_dispatches_(max_dispatches), timing_(timing), timed_(device.timestamp_valid_bits() > 0) {
   command_buffer_ = device.allocate_command_buffer();
   if (timed_) {
     VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    info.queryCount = max_dispatches + 1;
+    info.queryCount = timing == Timing::per_stage ? max_dispatches + 1 : 2;
     VkQueryPool pool = VK_NULL_HANDLE;
     KV_VK_CHECK(vkCreateQueryPool(device.handle(), &info, nullptr, &pool));
     queries_ = UniqueQueryPool(device.handle(), pool);
@@ -26,7 +26,7 @@ void Pass::begin_if_needed() {
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   KV_VK_CHECK(vkBeginCommandBuffer(command_buffer_.get(), &begin));
   if (timed_) {
-    vkCmdResetQueryPool(command_buffer_.get(), queries_.get(), 0, max_dispatches_ + 1);
+    vkCmdResetQueryPool(command_buffer_.get(), queries_.get(), 0, timing_ == Timing::per_stage ? max_dispatches_ + 1 : 2);
     vkCmdWriteTimestamp(command_buffer_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
   }
   recording_ = true;
@@ -90,7 +90,7 @@ void Pass::barrier_and_timestamp() {
   vkCmdPipelineBarrier(command_buffer_.get(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &barrier,
                        0, nullptr, 0, nullptr);
-  if (timed_)
+  if (timed_ && timing_ == Timing::per_stage)
     vkCmdWriteTimestamp(command_buffer_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(),
                         static_cast<uint32_t>(dispatch_stages_.size()));
 }
@@ -98,25 +98,31 @@ void Pass::barrier_and_timestamp() {
 void Pass::run() {
   if (!ended_) {
     begin_if_needed();
+    if (timed_ && timing_ == Timing::whole)
+      vkCmdWriteTimestamp(command_buffer_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
     KV_VK_CHECK(vkEndCommandBuffer(command_buffer_.get()));
     ended_ = true;
   }
   device_->submit_and_wait(command_buffer_.get());
   timestamps_.clear();
   if (!timed_) return;
-  timestamps_.resize(dispatch_stages_.size() + 1);
+  timestamps_.resize(timing_ == Timing::per_stage ? dispatch_stages_.size() + 1 : 2);
   KV_VK_CHECK(vkGetQueryPoolResults(device_->handle(), queries_.get(), 0, static_cast<uint32_t>(timestamps_.size()),
                                     timestamps_.size() * sizeof(uint64_t), timestamps_.data(), sizeof(uint64_t),
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
 }
 
-std::vector<StageTime> Pass::stage_times() const {
-  std::vector<StageTime> times;
-  if (timestamps_.empty()) return times;
+double Pass::ticks_to_milliseconds(uint64_t from, uint64_t to) const {
   const uint32_t bits = device_->timestamp_valid_bits();
   const uint64_t mask = bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  return double((to - from) & mask) * device_->timestamp_period_ns() * 1e-6;
+}
+
+std::vector<StageTime> Pass::stage_times() const {
+  std::vector<StageTime> times;
+  if (timestamps_.empty() || timing_ == Timing::whole) return times;
   for (size_t i = 0; i < dispatch_stages_.size(); ++i) {
-    double ms = double((timestamps_[i + 1] - timestamps_[i]) & mask) * device_->timestamp_period_ns() * 1e-6;
+    const double ms = ticks_to_milliseconds(timestamps_[i], timestamps_[i + 1]);
     auto it = std::find_if(times.begin(), times.end(), [&](const StageTime& t) { return t.stage == dispatch_stages_[i]; });
     if (it == times.end())
       times.push_back({dispatch_stages_[i], ms});
@@ -127,9 +133,7 @@ std::vector<StageTime> Pass::stage_times() const {
 }
 
 double Pass::total_milliseconds() const {
-  double total = 0;
-  for (const StageTime& t : stage_times()) total += t.milliseconds;
-  return total;
+  return timestamps_.empty() ? 0 : ticks_to_milliseconds(timestamps_.front(), timestamps_.back());
 }
 
 }  // namespace kv::vk

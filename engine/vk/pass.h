@@ -24,7 +24,12 @@ struct StageTime {
 // a stage may read what any earlier stage wrote.
 class Pass {
  public:
-  explicit Pass(const Device& device, uint32_t max_dispatches = 256);
+  // per_stage: a timestamp after every dispatch (stage_times()). whole: one
+  // before the first and one after the last, so the pass runs as a user's
+  // would; a timestamp between dependent dispatches costs time of its own.
+  enum class Timing { per_stage, whole };
+
+  explicit Pass(const Device& device, uint32_t max_dispatches = 256, Timing timing = Timing::per_stage);
 
   void dispatch(const Kernel& kernel, std::initializer_list<const Buffer*> bindings,
                 const void* push, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
@@ -40,17 +45,21 @@ class Pass {
 
   // Submits the recorded commands and waits; stage_times() then holds this run's times.
   void run();
-  // GPU time per stage name in first-recorded order, summed over the stage's dispatches.
+  // GPU time per stage name in first-recorded order, summed over the stage's
+  // dispatches; empty for Timing::whole.
   std::vector<StageTime> stage_times() const;
+  // From before the first dispatch to after the last.
   double total_milliseconds() const;
 
  private:
   void begin_if_needed();
   void check_push_size(const Kernel& kernel, size_t bytes) const;
   void barrier_and_timestamp();
+  double ticks_to_milliseconds(uint64_t from, uint64_t to) const;
 
   const Device* device_;
   uint32_t max_dispatches_;
+  Timing timing_;
   bool timed_;
   UniqueCommandBuffer command_buffer_;
   UniqueQueryPool queries_;
