@@ -9,6 +9,7 @@
 #include "attention_partial.spv.h"
 #include "element_type.h"
 #include "error.h"
+#include "methods/kernels.h"
 #include "sparse_attention_chunk.spv.h"
 #include "sparse_attention_decode.spv.h"
 #include "sparse_attention_partial.spv.h"
@@ -41,8 +42,6 @@ constexpr uint32_t kDecodeMaxRows = 8;
 // every split pays for combining its key groups, and the merge reads each split.
 constexpr uint32_t kDecodeTargetWorkgroups = 512;
 constexpr uint32_t kDecodeMinSplitKeys = 128;
-
-uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 // Keys a group loads before using any: fewer where many heads share a workgroup,
 // whose queries and outputs take the registers.

@@ -1,6 +1,7 @@
 #include "topk.h"
 
 #include "../shaders/layouts.h"
+#include "methods/kernels.h"
 #include "topk_count.spv.h"
 #include "topk_digit.spv.h"
 #include "topk_row.spv.h"
@@ -36,7 +37,7 @@ void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint3
     pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
     return;
   }
-  const uint32_t slices = (n + TOPK_SLICE - 1) / TOPK_SLICE;
+  const uint32_t slices = ceil_div(n, TOPK_SLICE);
   if (grow(select_state_, VkDeviceSize(rows) * TOPK_ROW_WORDS * 4)) select_state_.fill(0);
   grow(slice_counts_, VkDeviceSize(rows) * slices * 8);
   layouts::TopKPush push{n, k, row_stride, out_stride, slices, 0};

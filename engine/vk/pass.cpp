@@ -13,7 +13,7 @@ Pass::Pass(const Device& device, uint32_t max_dispatches, Timing timing)
   if (timed_) {
     VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    info.queryCount = timing == Timing::per_stage ? max_dispatches + 1 : 2;
+    info.queryCount = timestamp_slots();
     VkQueryPool pool = VK_NULL_HANDLE;
     KV_VK_CHECK(vkCreateQueryPool(device.handle(), &info, nullptr, &pool));
     queries_ = UniqueQueryPool(device.handle(), pool);
@@ -26,7 +26,7 @@ void Pass::begin_if_needed() {
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   KV_VK_CHECK(vkBeginCommandBuffer(command_buffer_.get(), &begin));
   if (timed_) {
-    vkCmdResetQueryPool(command_buffer_.get(), queries_.get(), 0, timing_ == Timing::per_stage ? max_dispatches_ + 1 : 2);
+    vkCmdResetQueryPool(command_buffer_.get(), queries_.get(), 0, timestamp_slots());
     vkCmdWriteTimestamp(command_buffer_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
   }
   recording_ = true;
@@ -111,6 +111,8 @@ void Pass::run() {
                                     timestamps_.size() * sizeof(uint64_t), timestamps_.data(), sizeof(uint64_t),
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
 }
+
+uint32_t Pass::timestamp_slots() const { return timing_ == Timing::per_stage ? max_dispatches_ + 1 : 2; }
 
 double Pass::ticks_to_milliseconds(uint64_t from, uint64_t to) const {
   const uint32_t bits = device_->timestamp_valid_bits();

@@ -55,6 +55,8 @@ class Pass {
   void begin_if_needed();
   void check_push_size(const Kernel& kernel, size_t bytes) const;
   void barrier_and_timestamp();
+  // Timestamps the query pool holds: one per dispatch and the start, or start and end.
+  uint32_t timestamp_slots() const;
   double ticks_to_milliseconds(uint64_t from, uint64_t to) const;
 
   const Device* device_;
