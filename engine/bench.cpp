@@ -85,7 +85,7 @@ struct ByteModel {
     const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
     const double kv_row = d * element;
     if (stage == "dense_partial") return 2 * G * n * kv_row + H * queries * kv_row;
-    if (stage == "sparse_attention_partial") return 2 * list_rows * (budget + (queries > 1 ? queries : 0)) * kv_row;
+    if (stage == "sparse_attention_partial") return 2 * list_rows * (std::min<double>(budget, n) + (queries > 1 ? queries : 0)) * kv_row;
     if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
     if (stage == "page_scores") return G * (n / page_size) * 2 * d * 4;
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
@@ -107,22 +107,31 @@ std::vector<std::string> bench_step_names() {
           "quoka prefill", "quest prefill"};
 }
 
-BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
-                      const std::function<void(const std::string&)>& progress) {
+std::vector<std::string> bench_steps(const BenchConfig& c) {
   if (c.heads == 0 || c.kv_heads == 0 || c.heads % c.kv_heads) throw InputError("bench: --heads must be a multiple of --kv-heads");
-  BenchResult result;
+  for (uint32_t length : c.lengths)
+    if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
+  std::vector<std::string> wanted;
+  for (const std::string& name : bench_step_names())
+    // H2O reads every past query (O(T^2)): timed only when named.
+    if (c.steps.empty() ? name != "h2o decode" : std::find(c.steps.begin(), c.steps.end(), name) != c.steps.end())
+      wanted.push_back(name);
+  return wanted;
+}
+
+void calibrate_bench(const vk::Device& device, BenchResult& result) {
   result.device = device.info().name;
   std::tie(result.read_gigabytes_per_second, result.read_buffer_bytes) = measure_read_bandwidth(device);
   result.dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::whole);
   result.timed_dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::per_stage);
+}
 
-  // H2O reads every past query (O(T^2)): timed only when named.
-  std::vector<std::string> wanted = c.steps;
-  if (wanted.empty())
-    for (const std::string& name : bench_step_names())
-      if (name != "h2o decode") wanted.push_back(name);
-  for (uint32_t length : c.lengths)
-    if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
+BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
+                      const std::function<void(const std::string&)>& progress) {
+  const std::vector<std::string> wanted = bench_steps(c);
+  BenchResult result;
+  result.device = device.info().name;
+  if (c.calibrate) calibrate_bench(device, result);
   for (uint32_t length : c.lengths) {
     if (progress) progress("length " + std::to_string(length));
     const AttentionShape shape{c.heads, c.kv_heads, length, c.dim};
@@ -199,9 +208,9 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::vector<double> totals, stage_sums;
       std::vector<std::vector<double>> copy_totals(whole.size());
       // Warm-up until the timings settle: windows of 10 runs until a window's
-      // median is within 3% of the one before (at most 2 s). It does not cure
-      // the slow steps of some runs, nor did 300 ms of streaming reads before
-      // each step or allocating every length's K/V first (docs/perf.md).
+      // median is within 3% of the one before (at most 2 s). Steps that follow
+      // others in one process can stay slow however long they warm up (memory
+      // allocated after frees, docs/perf.md): the CLI gives each its own process.
       const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       uint32_t warm_runs = 0;
       for (double previous = 0;;) {

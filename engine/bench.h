@@ -19,10 +19,13 @@ struct BenchConfig {
   uint32_t repeat = 50;
   MethodOptions options;
   std::vector<std::string> steps;  // names as in BenchRow::step; empty = all but "h2o decode" (O(T^2))
+  bool calibrate = true;           // measure the read bandwidth and dispatch floors first
 };
 
 // Every step bench can time, in the order it times them.
 std::vector<std::string> bench_step_names();
+// The steps `config` asks for, in that order; InputError for a config bench refuses.
+std::vector<std::string> bench_steps(const BenchConfig& config);
 
 // One stage of one step at one length: median GPU time, the bytes the stage
 // must move at least, and what that makes of the device's read bandwidth.
@@ -47,6 +50,9 @@ struct BenchResult {
   double timed_dispatch_floor_milliseconds = 0;  // the same with a timestamp after it, as stage rows are
   std::vector<BenchRow> rows;
 };
+
+// The read bandwidth and dispatch floors of `result`, measured on `device`.
+void calibrate_bench(const vk::Device& device, BenchResult& result);
 
 // Times dense attention (decode and a prefill chunk) and every method's stages
 // on random inputs held twice in device memory and alternated between runs.

@@ -53,6 +53,11 @@ expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safet
 expect 0 "bench at two small sizes" -- "$kvscope" --debug-sync bench --lengths 256,512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
 grep -q '"read_gb_per_s"' "$work/b.json" && grep -q '"per_copy_us"' "$work/b.json" ||
   { echo "FAIL: bench --json lacks read_gb_per_s or per_copy_us"; failures=$((failures + 1)); }
+# Each of the 13 default steps at each of the 2 lengths ran in a process of its own; all rows came back.
+[ "$(grep -c '"stage": "total"' "$work/b.json")" = 26 ] ||
+  { echo "FAIL: bench --json lacks a step's total row"; failures=$((failures + 1)); }
+expect 0 "bench in one process" -- "$kvscope" bench --lengths 256 --heads 4 --kv-heads 2 --dim 64 --budget 64 --chunk 64 --repeat 2 --steps dense-decode,quest-decode --in-process
+[ "$(grep -c ' total ' "$work/out")" = 2 ] || { echo "FAIL: bench --in-process lacks a step"; failures=$((failures + 1)); }
 expect 2 "bench with a length below two chunks" -- "$kvscope" bench --lengths 100 --chunk 128
 expect 0 "inspect a prefill chunk" -- "$kvscope" --debug-sync inspect --capture "$work/s.safetensors" --prefill --chunk 64 --method quoka --budget 32 --repeat 2 --json
 grep -q '"inspection_ms"' "$work/out" || { echo "FAIL: inspect --json lacks inspection_ms"; failures=$((failures + 1)); }

@@ -115,6 +115,9 @@ const AttentionShape kGqa{8, 2, 301, 64};   // lengths off every page, block and
 const AttentionShape kMha{4, 4, 263, 128};
 const AttentionShape kGqa128{8, 4, 330, 128};
 const AttentionShape kGroupOf6{12, 2, 290, 64};  // Fier scores 4 heads at once: a full and a partial pass
+// QuoKA's tensor-core key scores run 128 workgroups per KV head here (256 in
+// all) over tiles of 64 keys: 9,000 keys give some workgroups two tiles.
+const AttentionShape kLongGqa{8, 2, 9000, 64};
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -126,6 +129,7 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGqa, DType::f16, 1000, ""});  // budget above every candidate set
     }
     cases.push_back({"quoka", mode, kGqa, DType::f16, 64, "max"});
+    if (mode == Mode::prefill) cases.push_back({"quoka", mode, kLongGqa, DType::f16, 64, ""});  // a cut in the sparse tail: few near-ties
     for (const char* method : {"quest", "fier"}) {
       cases.push_back({method, mode, kGqa, DType::f16, 64, "max"});
       cases.push_back({method, mode, kGqa128, DType::f32, 48, "mean"});

@@ -1,10 +1,13 @@
 // QuoKA (METHODS.md): query subselection by cosine to the chunk's mean query,
 // group aggregation, cosine scores against the keys, top B_SA. Per KV head.
+#include <optional>
+
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
 #include "methods/registry.h"
 #include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
+#include "quoka_key_scores_matrix.spv.h"
 #include "quoka_query_cosine.spv.h"
 #include "topk.h"
 
@@ -12,6 +15,19 @@ namespace kv {
 namespace {
 
 constexpr uint32_t kMaxChunkQueries = 4096;  // the cosine kernel holds a chunk's cosines in shared memory
+constexpr uint32_t kMatrixKeys = 64;          // quoka_key_scores_matrix's keys per tile
+constexpr uint32_t kMatrixAggregates = 16;    // its aggregates (one fragment, kept in registers)
+// Workgroups of quoka_key_scores_matrix in all, each walking its share of the
+// tiles: on the H100 256 beat 512, 768, 1024 and 2048 (docs/perf.md, session 6).
+constexpr uint32_t kMatrixWorkgroups = 256;
+
+// quoka_key_scores_matrix: tensor cores, fp16 keys, d a multiple of 16 whose
+// tiles (keys, two aggregate fragments, scores) fit shared memory.
+bool key_matrix_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim) {
+  const uint32_t shared = 16 * (kMatrixKeys + 2 * 16) * (dim / 8 + 1) + 4 * 4 * 16 * 16;
+  return device.info().cooperative_matrix && dtype == DType::f16 && dim % 16 == 0 &&
+         shared <= device.limits().maxComputeSharedMemorySize;
+}
 
 class Quoka final : public Method {
  public:
@@ -31,6 +47,9 @@ class Quoka final : public Method {
         aggregates_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
     if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
+    if (key_matrix_kernel_fits(device, layer.dtype, layer.shape.dim))
+      key_matrix_kernel_.emplace(make_layer_kernel<layouts::QuokaKeyPush>(
+          device, "quoka_key_scores_matrix", quoka_key_scores_matrix_spirv, 3, layer.shape, layer.dtype));
   }
 
   std::string name() const override { return "quoka"; }
@@ -51,8 +70,16 @@ class Quoka final : public Method {
     const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
     pass.dispatch(aggregate_kernel_, {inputs.queries, &kept_, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
                   "aggregate");
-    pass.dispatch(key_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push, ceil_div(candidates, 128), s.kv_heads, 1,
-                  "key_scores");
+    // A chunk's several aggregates go to the tensor cores where they fit; one
+    // aggregate (decode) costs the scalar kernel less than a fragment's work
+    // per key (docs/perf.md, session 6).
+    if (key_matrix_kernel_ && n_aggregates > 1 && n_aggregates <= kMatrixAggregates)
+      pass.dispatch(*key_matrix_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push,
+                    std::min(ceil_div(candidates, kMatrixKeys), ceil_div(kMatrixWorkgroups, s.kv_heads)), s.kv_heads, 1,
+                    "key_scores");
+    else
+      pass.dispatch(key_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push, ceil_div(candidates, 128), s.kv_heads,
+                    1, "key_scores");
     topk_.record(pass, scores_, s.kv_heads, candidates, s.tokens, budget, indices, budget);
   }
 
@@ -68,6 +95,7 @@ class Quoka final : public Method {
   vk::Kernel query_kernel_;
   vk::Kernel aggregate_kernel_;
   vk::Kernel key_kernel_;
+  std::optional<vk::Kernel> key_matrix_kernel_;  // where key_matrix_kernel_fits
   TopK topk_;
   vk::Buffer kept_;
   vk::Buffer cosines_;
