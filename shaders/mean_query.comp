@@ -7,7 +7,7 @@
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
-layout(local_size_x = 64) in;
+layout(local_size_x = 128) in;
 
 #include "load.glsl"
 
@@ -18,19 +18,10 @@ layout(push_constant) uniform MeanQueryPush { MEAN_QUERY_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 
+#include "chunk_mean.glsl"
+
 void main() {
   const uint head = gl_WorkGroupID.x;
-  for (uint chunk = gl_LocalInvocationIndex; chunk < HEAD_DIM / 8u; chunk += 64u) {
-    vec4 sum_lo = vec4(0), sum_hi = vec4(0);
-    for (uint i = 0u; i < pc.n_queries; ++i) {
-      vec4 lo, hi;
-      load_query((head * pc.n_queries + i) * HEAD_DIM + chunk * 8u, lo, hi);
-      sum_lo += lo;
-      sum_hi += hi;
-    }
-    for (uint c = 0u; c < 4u; ++c) {
-      mean_query[head * HEAD_DIM + chunk * 8u + c] = sum_lo[c] / float(pc.n_queries);
-      mean_query[head * HEAD_DIM + chunk * 8u + 4u + c] = sum_hi[c] / float(pc.n_queries);
-    }
-  }
+  chunk_mean(head, pc.n_queries);
+  for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) mean_query[head * HEAD_DIM + c] = mean[c];
 }

@@ -21,25 +21,13 @@ layout(push_constant) uniform QuokaQueryPush { QUOKA_QUERY_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 
-shared float mean[HEAD_DIM];
+#include "chunk_mean.glsl"
+
 shared float cosines[MAX_QUERIES];
 
 void main() {
   const uint head = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex, n = pc.n_queries;
-  for (uint chunk = tid; chunk < HEAD_DIM / 8u; chunk += 128u) {
-    vec4 sum_lo = vec4(0), sum_hi = vec4(0);
-    for (uint i = 0u; i < n; ++i) {
-      vec4 lo, hi;
-      load_query((head * n + i) * HEAD_DIM + chunk * 8u, lo, hi);
-      sum_lo += lo;
-      sum_hi += hi;
-    }
-    for (uint c = 0u; c < 4u; ++c) {
-      mean[chunk * 8u + c] = sum_lo[c] / float(n);
-      mean[chunk * 8u + 4u + c] = sum_hi[c] / float(n);
-    }
-  }
-  barrier();
+  chunk_mean(head, n);
   float mean_norm = 0.0;
   for (uint c = 0u; c < HEAD_DIM; ++c) mean_norm += mean[c] * mean[c];
   mean_norm = sqrt(mean_norm);
