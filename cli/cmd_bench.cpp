@@ -69,12 +69,10 @@ std::vector<std::string> global_arguments(const GlobalOptions& global) {
 
 // Runs `arguments` as this program in a new process with its standard output
 // discarded; returns its exit status (128 + the signal if one ended it).
-int run_this_program(const std::vector<std::string>& arguments) {
-  std::vector<char*> argv;
+int run_this_program(std::vector<std::string> arguments) {
   std::string program = "kvscope";
-  argv.push_back(program.data());
-  std::vector<std::string> copies = arguments;
-  for (std::string& a : copies) argv.push_back(a.data());
+  std::vector<char*> argv{program.data()};
+  for (std::string& a : arguments) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -104,29 +102,31 @@ int time_step_in_own_process(const GlobalOptions& global, const std::vector<std:
   arguments.insert(arguments.end(), bench_argv.begin(), bench_argv.end());
   arguments.insert(arguments.end(), {"--lengths", std::to_string(length), "--steps", hyphenated(step), "--in-process",
                                      "--skip-calibration", "--json", path});
-  const int status = run_this_program(arguments);
+  const int status = run_this_program(std::move(arguments));
+  nlohmann::json json;
+  bool parsed = false;
   if (status == 0) {
-    nlohmann::json json;
     try {
       json = nlohmann::json::parse(std::ifstream(path));
+      parsed = true;
     } catch (const nlohmann::json::exception&) {
-      std::remove(path);
-      throw DeviceError("bench: the process timing " + step + " at " + std::to_string(length) + " wrote no result");
     }
-    for (const nlohmann::json& row : json["rows"]) {
-      BenchRow r{row["length"], row["step"], row["stage"], double(row["time_us"]) * 1e-3, row["bytes"], {}};
-      if (row.contains("per_copy_us"))
-        for (double us : row["per_copy_us"]) r.copy_milliseconds.push_back(us * 1e-3);
-      report.result.rows.push_back(r);
-    }
-    if (json.contains("kernels"))
-      for (const auto& [kernel, statistics] : json["kernels"].items()) report.kernels[kernel] = statistics;
-  } else if (status > 128) {
-    std::fprintf(stderr, "kvscope: bench: the process timing %s at %u ended by signal %d\n", step.c_str(), length,
-                 status - 128);
   }
   std::remove(path);
-  return status;
+  if (status > 128)
+    std::fprintf(stderr, "kvscope: bench: the process timing %s at %u ended by signal %d\n", step.c_str(), length,
+                 status - 128);
+  if (status != 0) return status;
+  if (!parsed) throw DeviceError("bench: the process timing " + step + " at " + std::to_string(length) + " wrote no result");
+  for (const nlohmann::json& row : json["rows"]) {
+    BenchRow r{row["length"], row["step"], row["stage"], double(row["time_us"]) * 1e-3, row["bytes"], {}};
+    if (row.contains("per_copy_us"))
+      for (double us : row["per_copy_us"]) r.copy_milliseconds.push_back(us * 1e-3);
+    report.result.rows.push_back(r);
+  }
+  if (json.contains("kernels"))
+    for (const auto& [kernel, statistics] : json["kernels"].items()) report.kernels[kernel] = statistics;
+  return 0;
 }
 
 void print_report(const BenchConfig& config, const std::string& dtype, const BenchReport& report, bool kernel_stats,
@@ -219,6 +219,8 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   const std::vector<std::string> steps = bench_steps(config);
   const std::string json_path = args.text("json", "");
 
+  // One process for a single step, as the step processes themselves are asked.
+  const bool own_processes = !args.flag("in-process") && config.lengths.size() * steps.size() > 1;
   vk::DeviceOptions device_options = global.device;
   device_options.kernel_statistics = args.flag("kernel-stats");
   BenchReport report;
@@ -227,19 +229,18 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
   {
     vk::Device device(device_options);
     statistics_offered = device.kernel_statistics_enabled();
-    if (args.flag("in-process") || config.lengths.size() * steps.size() == 1) {
+    if (own_processes) {
+      report.result.device = device.info().name;
+      if (config.calibrate) calibrate_bench(device, report.result);
+    } else {
       report.result = kv::run_bench(device, config, [&](const std::string& what) {
         if (global.verbose) std::fprintf(stderr, "bench: %s\n", what.c_str());
       });
-    } else if (config.calibrate) {
-      calibrate_bench(device, report.result);
-    } else {
-      report.result.device = device.info().name;
     }
     report.kernels = device.kernel_statistics();
     status = exit_code(global, device, 0);
   }
-  if (!args.flag("in-process") && config.lengths.size() * steps.size() > 1)
+  if (own_processes)
     for (uint32_t length : config.lengths)
       for (const std::string& step : steps) {
         if (global.verbose) std::fprintf(stderr, "bench: length %u: %s, in its own process\n", length, step.c_str());

@@ -120,7 +120,6 @@ std::vector<std::string> bench_steps(const BenchConfig& c) {
 }
 
 void calibrate_bench(const vk::Device& device, BenchResult& result) {
-  result.device = device.info().name;
   std::tie(result.read_gigabytes_per_second, result.read_buffer_bytes) = measure_read_bandwidth(device);
   result.dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::whole);
   result.timed_dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::per_stage);

@@ -51,7 +51,7 @@ struct BenchResult {
   std::vector<BenchRow> rows;
 };
 
-// The read bandwidth and dispatch floors of `result`, measured on `device`.
+// Measures the read bandwidth and dispatch floors of `result` on `device`.
 void calibrate_bench(const vk::Device& device, BenchResult& result);
 
 // Times dense attention (decode and a prefill chunk) and every method's stages

@@ -5,13 +5,14 @@
 // converts the aggregates to fp16 in shared memory once and walks its share of
 // the keys 64 at a time, issuing the next tile's loads before the current
 // tile's work. The aggregate fragments are read from shared memory per tile:
-// held in registers they cost two workgroups per SM (150 registers against
-// 103; 72 against 60 µs at 32k, docs/perf.md). The aggregates are fp32; each enters the fp16 products
-// as hi + lo (hi = fp16(a), lo = fp16(a - hi)), two products into one fp32
-// accumulator, so a score keeps about 22 bits of the aggregate instead of
-// fp16's 11 (METHODS.md: fp16 inputs, fp32 accumulation). The scalar kernel
-// was bound by its FMAs (16 aggregates x 128 channels per key); here the
-// reads of K are what is left.
+// held in registers they took 150 registers against 103, a resident
+// workgroup fewer per SM (72 against 60 µs at 32k, docs/perf.md). The
+// aggregates are fp32; each enters the fp16 products as hi + lo (hi =
+// fp16(a), lo = fp16(a - hi)), two products into one fp32 accumulator, so a
+// score keeps about 22 bits of the aggregate instead of fp16's 11 (METHODS.md:
+// fp16 inputs, fp32 accumulation). The scalar kernel was bound by its FMAs
+// (16 aggregates x 128 channels per key); here the latency between a tile's
+// dependent products bounds it.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -26,6 +27,7 @@ layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;  // fp16 keys onl
 layout(local_size_x = 128) in;  // 4 subgroups of 32
 
 #include "common.glsl"
+#include "load.glsl"
 
 layout(std430, binding = 0) readonly buffer Aggregates { float aggregates[]; };  // [G, n_aggregates, d]
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };              // [G, T, d] fp16
@@ -50,8 +52,6 @@ shared float score_tile[4u * FRAGMENT * FRAGMENT];  // per subgroup: 16 aggregat
 uvec4 pack8(vec4 a, vec4 b) {
   return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
-
-vec4 unpack4(uint x, uint y) { return vec4(unpackHalf2x16(x), unpackHalf2x16(y)); }
 
 void fetch_tile(uint kv_head, uint key0, out uvec4 pieces[KEY_PIECES]) {
   [[unroll]] for (uint k = 0u; k < KEY_PIECES; ++k) {
@@ -79,8 +79,10 @@ void main() {
       x1 = vec4(aggregates[e + 4u], aggregates[e + 5u], aggregates[e + 6u], aggregates[e + 7u]);
     }
     const uvec4 hi = pack8(x0, x1);
+    vec4 hi0, hi1;
+    unpack8(hi, uvec4(0), hi0, hi1);
     aggregate_hi[a * ROW_PIECES + i % CHUNKS] = hi;
-    aggregate_lo[a * ROW_PIECES + i % CHUNKS] = pack8(x0 - unpack4(hi.x, hi.y), x1 - unpack4(hi.z, hi.w));
+    aggregate_lo[a * ROW_PIECES + i % CHUNKS] = pack8(x0 - hi0, x1 - hi1);
   }
   barrier();
 
@@ -99,8 +101,8 @@ void main() {
     // subgroup hold the norm of its key c.
     float norm = 0.0;
     for (uint c = (tid & 1u) * CHUNKS / 2u; c < ((tid & 1u) + 1u) * CHUNKS / 2u; ++c) {
-      const uvec4 p = key_tile[(tid >> 1u) * ROW_PIECES + c];
-      const vec4 a = unpack4(p.x, p.y), b = unpack4(p.z, p.w);
+      vec4 a, b;
+      unpack8(key_tile[(tid >> 1u) * ROW_PIECES + c], uvec4(0), a, b);
       norm += dot(a, a) + dot(b, b);
     }
     norm += subgroupShuffleXor(norm, 1u);

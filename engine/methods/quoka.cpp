@@ -16,7 +16,7 @@ namespace {
 
 constexpr uint32_t kMaxChunkQueries = 4096;  // the cosine kernel holds a chunk's cosines in shared memory
 constexpr uint32_t kMatrixKeys = 64;          // quoka_key_scores_matrix's keys per tile
-constexpr uint32_t kMatrixAggregates = 16;    // its aggregates (one fragment, kept in registers)
+constexpr uint32_t kMatrixAggregates = 16;    // its aggregates: one fragment's rows
 // Workgroups of quoka_key_scores_matrix in all, each walking its share of the
 // tiles: on the H100 256 beat 512, 768, 1024 and 2048 (docs/perf.md, session 6).
 constexpr uint32_t kMatrixWorkgroups = 256;
