@@ -6,6 +6,7 @@
 #include "attention_chunk.spv.h"
 #include "attention_decode.spv.h"
 #include "attention_merge.spv.h"
+#include "attention_merge_few.spv.h"
 #include "attention_partial.spv.h"
 #include "element_type.h"
 #include "error.h"
@@ -40,8 +41,12 @@ constexpr uint32_t kDecodeUnroll = 2;
 constexpr uint32_t kDecodeMaxRows = 8;
 // Workgroups a decode step aims for, and the fewest key slots worth a split:
 // every split pays for combining its key groups, and the merge reads each split.
+// A sparse step's short lists (2048 keys) gain from twice the workgroups (H100:
+// 20.3 -> 16.5 us at 32 splits of a list), dense decode loses (the merge of 128
+// splits: 7 -> 13 us); docs/perf.md, session 7.
 constexpr uint32_t kDecodeTargetWorkgroups = 512;
-constexpr uint32_t kDecodeMinSplitKeys = 128;
+constexpr uint32_t kSparseDecodeTargetWorkgroups = 1024;
+constexpr uint32_t kDecodeMinSplitKeys = 32;
 
 // Keys a group loads before using any: fewer where many heads share a workgroup,
 // whose queries and outputs take the registers.
@@ -129,6 +134,11 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
         const uint32_t specialization[] = {shape.dim, kMergeWorkgroup};
         return vk::Kernel(device, "attention_merge", attention_merge_spirv, {4, sizeof(AttentionMergePush)}, specialization);
       }()),
+      merge_few_([&] {
+        const uint32_t specialization[] = {shape.dim};
+        return vk::Kernel(device, "attention_merge_few", attention_merge_few_spirv, {4, sizeof(AttentionMergePush)},
+                          specialization);
+      }()),
       partial_output_(device, size_t(shape.heads) * partial_rows_ * shape.dim * sizeof(float)),
       partial_stats_(device, size_t(shape.heads) * partial_rows_ * 2 * sizeof(float)),
       output_(device, size_t(shape.heads) * max_queries_ * shape.dim * sizeof(float)),
@@ -150,7 +160,8 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
     const uint32_t groups = (shape_.heads / heads_per_list) * t.head_blocks;
     const uint32_t passes = ceil_div(std::max<uint32_t>(1, slots), t.key_tile);
     const uint32_t most = std::min(ceil_div(std::max<uint32_t>(1, slots), kDecodeMinSplitKeys), partial_rows_);
-    const uint32_t wanted = std::clamp<uint32_t>(ceil_div(kDecodeTargetWorkgroups, groups), 1, most);
+    const uint32_t target = keys_ == Keys::sparse ? kSparseDecodeTargetWorkgroups : kDecodeTargetWorkgroups;
+    const uint32_t wanted = std::clamp<uint32_t>(ceil_div(target, groups), 1, most);
     t.split_keys = ceil_div(passes, wanted) * t.key_tile;
     t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
     return t;
@@ -213,7 +224,10 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
     pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
                   t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
-  pass.dispatch(merge_, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,
+  // A chunk's few splits: each invocation combines its channel alone (H100, QuoKA
+  // prefill chunk: 15.7 -> 8.0 us against a workgroup's tree reductions per row).
+  const vk::Kernel& merge_kernel = t.splits <= ATTENTION_FEW_SPLITS ? merge_few_ : merge_;
+  pass.dispatch(merge_kernel, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,
                 prefix + "_merge");
 }
 

@@ -87,6 +87,7 @@ class Attention {
   // the shape allow it (chunk_kernel_fits); else those use partial_.
   std::optional<vk::Kernel> chunk_;
   vk::Kernel merge_;
+  vk::Kernel merge_few_;  // rows of at most ATTENTION_FEW_SPLITS splits
   vk::Buffer partial_output_;
   vk::Buffer partial_stats_;
   vk::Buffer output_;

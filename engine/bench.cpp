@@ -87,7 +87,7 @@ struct ByteModel {
     if (stage == "dense_partial") return 2 * G * n * kv_row + H * queries * kv_row;
     if (stage == "sparse_attention_partial") return 2 * list_rows * (std::min<double>(budget, n) + (queries > 1 ? queries : 0)) * kv_row;
     if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
-    if (stage == "page_scores") return G * (n / page_size) * 2 * d * 4;
+    if (stage == "page_scores") return G * (n / page_size) * 2 * d * element;  // bounds in the storage type
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
     if (stage == "key_scores" || stage == "key_sums" || stage == "window_lse" || stage == "window_scores")
       return G * n * kv_row;  // K once; the window's repeated reads should hit the cache

@@ -42,7 +42,9 @@ using uint = std::uint32_t;
   uint own_count;
 KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 
-// attention_merge.comp: one workgroup per (head, query) row.
+// attention_merge.comp and, for at most ATTENTION_FEW_SPLITS splits,
+// attention_merge_few.comp: one workgroup per (head, query) row.
+#define ATTENTION_FEW_SPLITS 8u
 #define ATTENTION_MERGE_FIELDS \
   uint n_rows;   /* H * n_queries */ \
   uint n_splits;

@@ -35,3 +35,20 @@ void unpack8(uvec4 a, uvec4 b, out vec4 lo, out vec4 hi) {
     NAME##_raw(e, a, b);                                                   \
     unpack8(a, b, lo, hi);                                                 \
   }
+
+// Two elements in their storage type, for metadata derived from keys (Quest's
+// page bounds): one word for fp16 / bf16 (x in the low half), two for fp32.
+// Exact for values the type holds, as the max and min of stored keys are.
+const uint PAIR_WORDS = ELEMENT_TYPE == ELEMENT_F32 ? 2u : 1u;
+
+uvec2 pack_pair(vec2 v) {
+  if (ELEMENT_TYPE == ELEMENT_F32) return floatBitsToUint(v);
+  if (ELEMENT_TYPE == ELEMENT_F16) return uvec2(packHalf2x16(v), 0u);
+  return uvec2((floatBitsToUint(v.x) >> 16) | (floatBitsToUint(v.y) & 0xffff0000u), 0u);
+}
+
+vec2 unpack_pair(uvec2 w) {
+  if (ELEMENT_TYPE == ELEMENT_F32) return uintBitsToFloat(w);
+  if (ELEMENT_TYPE == ELEMENT_F16) return unpackHalf2x16(w.x);
+  return uintBitsToFloat(uvec2(w.x << 16, w.x & 0xffff0000u));
+}

@@ -12,9 +12,11 @@ layout(local_size_x = 64) in;
 #include "load.glsl"
 
 layout(std430, binding = 0) readonly buffer Keys { uvec4 keys[]; };          // [G, T, d]
-// [G, 2, d, n_pages]: max, then min, channel-major so that page_scores' invocations
-// (one per page) read neighbouring words.
-layout(std430, binding = 1) writeonly buffer PageMinMax { float minmax[]; };
+// [G, d, n_pages] pairs (max, min) in the keys' storage type (load.glsl's
+// pack_pair), channel-major so that page_scores' invocations (one per page)
+// read neighbouring words: half the bytes of fp32 bounds for fp16 keys, and
+// exact, since a page's max and min are stored keys.
+layout(std430, binding = 1) writeonly buffer PageMinMax { uint minmax[]; };
 
 layout(push_constant) uniform PageMinMaxPush { PAGE_MINMAX_FIELDS } pc;
 
@@ -35,9 +37,10 @@ void main() {
       min_hi = min(min_hi, hi);
     }
     for (uint c = 0u; c < 8u; ++c) {
-      const uint channel = chunk * 8u + c;
-      minmax[((kv_head * 2u + 0u) * HEAD_DIM + channel) * pc.n_pages + page] = c < 4u ? max_lo[c] : max_hi[c - 4u];
-      minmax[((kv_head * 2u + 1u) * HEAD_DIM + channel) * pc.n_pages + page] = c < 4u ? min_lo[c] : min_hi[c - 4u];
+      const uint at = ((kv_head * HEAD_DIM + chunk * 8u + c) * pc.n_pages + page) * PAIR_WORDS;
+      const uvec2 words = pack_pair(c < 4u ? vec2(max_lo[c], min_lo[c]) : vec2(max_hi[c - 4u], min_hi[c - 4u]));
+      minmax[at] = words.x;
+      if (PAIR_WORDS == 2u) minmax[at + 1u] = words.y;
     }
   }
 }

@@ -13,7 +13,7 @@ QuestPages::QuestPages(const vk::Device& device, const GpuLayer& layer, uint32_t
       pages_(ceil_div(layer.shape.tokens, page_size)),
       kernel_(make_layer_kernel<layouts::PageMinMaxPush>(device, "quest_page_minmax", quest_page_minmax_spirv, 2,
                                                          layer.shape, layer.dtype)),
-      minmax_(device, size_t(layer.shape.kv_heads) * pages_ * 2 * layer.shape.dim * sizeof(float)) {
+      minmax_(device, size_t(layer.shape.kv_heads) * pages_ * 2 * layer.shape.dim * dtype_size(layer.dtype)) {
   if (page_size == 0) throw InputError("quest: --page-size must be positive");
 }
 

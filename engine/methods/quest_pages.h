@@ -6,8 +6,9 @@
 namespace kv {
 
 // Quest's per-page key metadata on the GPU: channel max and min of every page
-// of `page_size` tokens, [G, 2, d, n_pages] floats (max first; channel-major so
-// that scoring, one invocation per page, reads coalesced).
+// of `page_size` tokens, [G, d, n_pages] (max, min) pairs in the keys' storage
+// type (exact: they are stored keys; channel-major so that scoring, one
+// invocation per page, reads coalesced).
 class QuestPages {
  public:
   QuestPages(const vk::Device& device, const GpuLayer& layer, uint32_t page_size);
