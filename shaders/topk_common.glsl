@@ -1,11 +1,12 @@
 // Shared by the top-k kernels. A row's exact top k is found by a radix select
-// over the scores as order-preserving 32-bit keys: three digits (11, 11 and 10
-// bits) fix the k-th largest key T and how many keys equal to T are taken (the
-// first ones in index order); then every key above T, and those equal to it,
-// are written in index order. topk_row.comp does all of it in one workgroup
-// per row (short rows); topk_digit.comp, topk_count.comp and topk_write.comp
-// spread each pass of a long row over `slices` workgroups. The including
-// kernel declares `scores` (and `indices` if it writes them) first.
+// over the scores as order-preserving 32-bit keys: digits of up to 11 bits fix
+// the k-th largest key T and how many keys equal to T are taken (the first
+// ones in index order); then every key above T, and those equal to it, are
+// written in index order. topk_row.comp does all of it in one workgroup per
+// row (short rows); topk_digit.comp (three digits: 11, 11 and 10 bits),
+// topk_count.comp and topk_write.comp spread each pass of a long row over
+// `slices` workgroups. The including kernel declares `scores` (and `indices`
+// if it writes them) first.
 layout(local_size_x = 256) in;
 const uint WORKGROUP = 256u;
 const uint SLICE = TOPK_SLICE;
@@ -20,8 +21,6 @@ uint orderable(float f) {
   uint u = floatBitsToUint(f == 0.0 ? 0.0 : f);
   return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
 }
-
-uint digit_shift(uint level) { return level == 0u ? 21u : level == 1u ? 10u : 0u; }
 
 // Workgroup-wide exclusive prefix sum (Hillis-Steele in shared memory); call
 // from uniform control flow. `total` is the sum over every invocation.
@@ -63,11 +62,37 @@ uvec2 choose_bin(uint counts[BINS_PER_INVOCATION], uint remaining) {
   return chosen;
 }
 
+// Where candidate i's key sits in a staged array: one word of padding per 32,
+// so that invocations walking contiguous segments of up to 32 candidates read
+// different banks (unpadded, a segment of 32 put every invocation on one bank).
+uint staged(uint i) { return i + i / 32u; }
+
+// A candidate's key, from shared memory: topk_row.comp stages its whole row
+// and defines candidate_key itself (TOPK_STAGED); topk_count.comp and
+// topk_write.comp stage their slice with stage_slice. Reading the scores in
+// place instead, a loop of loads ran one memory latency per candidate of an
+// invocation's segment.
+#ifndef TOPK_STAGED
+shared uint slice_keys[SLICE + SLICE / 32u];
+uint candidate_key(uint row, uint i) { return slice_keys[staged(i % SLICE)]; }
+
+// Every load of the slice issued before any is stored (clamped addresses, so
+// none is conditional). Call from uniform control flow.
+void stage_slice(uint row, uint slice) {
+  const uint first = slice * SLICE, tid = gl_LocalInvocationIndex;
+  float values[PER_INVOCATION];
+  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e)
+    values[e] = scores[row * pc.row_stride + min(first + e * WORKGROUP + tid, pc.n - 1u)];
+  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) slice_keys[staged(e * WORKGROUP + tid)] = orderable(values[e]);
+  barrier();
+}
+#endif
+
 // Keys above and equal to `threshold` among a row's candidates [first, end).
 uvec2 count_range(uint row, uint first, uint end, uint threshold) {
   uvec2 counts = uvec2(0);
   for (uint i = first; i < end; ++i) {
-    uint key = orderable(scores[row * pc.row_stride + i]);
+    uint key = candidate_key(row, i);
     counts += uvec2(key > threshold ? 1u : 0u, key == threshold ? 1u : 0u);
   }
   return counts;
@@ -80,7 +105,7 @@ uvec2 count_range(uint row, uint first, uint end, uint threshold) {
 void write_range(uint row, uint first, uint end, uint threshold, uint remaining, uvec2 earlier) {
   uint equal_rank = earlier.y, slot = earlier.x + min(earlier.y, remaining);
   for (uint i = first; i < end; ++i) {
-    uint key = orderable(scores[row * pc.row_stride + i]);
+    uint key = candidate_key(row, i);
     bool take = key > threshold;
     if (key == threshold) take = equal_rank++ < remaining;
     if (take) indices[row * pc.out_stride + slot++] = int(i);

@@ -14,6 +14,7 @@ layout(std430, binding = 2) writeonly buffer SliceCounts { uvec2 slice_counts[];
 void main() {
   const uint slice = gl_WorkGroupID.x, row = gl_WorkGroupID.y;
   if (pc.n <= pc.k || pc.k == 0u) return;
+  stage_slice(row, slice);
   const uint threshold = select_state[row * TOPK_ROW_WORDS + TOPK_STATE_PREFIX];
   const uint first = slice * SLICE + gl_LocalInvocationIndex * PER_INVOCATION;
   uvec2 total;

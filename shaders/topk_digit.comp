@@ -14,6 +14,8 @@ layout(std430, binding = 1) coherent buffer SelectState { uint select_state[]; }
 #include "topk_common.glsl"
 
 shared uint histogram[TOPK_BINS];
+
+uint digit_shift(uint level) { return level == 0u ? 21u : level == 1u ? 10u : 0u; }
 shared bool arrived_last;
 
 void main() {
@@ -34,7 +36,7 @@ void main() {
   float values[PER_INVOCATION];  // every load issued before the first is used
   [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) {
     uint i = first + e * WORKGROUP + tid;
-    values[e] = i < pc.n ? scores[row * pc.row_stride + i] : 0.0;
+    values[e] = scores[row * pc.row_stride + min(i, pc.n - 1u)];  // unconditional: all in flight together
   }
   [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) {
     uint key = orderable(values[e]);

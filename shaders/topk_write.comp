@@ -19,6 +19,7 @@ layout(std430, binding = 3) writeonly buffer Indices { int indices[]; };        
 void main() {
   const uint tid = gl_LocalInvocationIndex, slice = gl_WorkGroupID.x, row = gl_WorkGroupID.y;
   if (!write_padding_and_trivial_rows(row, slice * SLICE, min(pc.n, (slice + 1u) * SLICE), slice == 0u)) return;
+  stage_slice(row, slice);
   const uint state = row * TOPK_ROW_WORDS;
   const uint threshold = select_state[state + TOPK_STATE_PREFIX], remaining = select_state[state + TOPK_STATE_REMAINING];
   uvec2 own_slices = uvec2(0), earlier;  // (above, equal) in the slices before this one

@@ -22,6 +22,7 @@ std::vector<int32_t> expected_top_k(const std::vector<float>& row, uint32_t k, u
 struct TopKCase {
   uint32_t rows, n, k;
   int distinct;  // 0: continuous values; else this many distinct values (many ties)
+  float offset = 0.0f;  // added to every score: a large one makes a row's keys share their leading bits
 };
 
 // Scores of `rows` rows of n (row stride n + 3) on the GPU, and the check of
@@ -36,7 +37,7 @@ struct TopKInputs {
         score_buffer(device, scores.size() * 4 + 4), indices(device, size_t(c.rows) * width * 4 + 4) {
     std::normal_distribution<float> normal;
     std::uniform_int_distribution<int> level(0, std::max(0, c.distinct - 1));
-    for (float& s : scores) s = c.distinct ? float(level(rng)) - c.distinct / 2 : normal(rng);
+    for (float& s : scores) s = c.offset + (c.distinct ? float(level(rng)) - c.distinct / 2 : normal(rng));
     for (uint32_t r = 0; r < rows && n > 2; ++r) {  // signed zeros
       scores[size_t(r) * stride] = -0.0f;
       scores[size_t(r) * stride + 1] = 0.0f;
@@ -105,12 +106,18 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                                            TopKCase{3, 70000, 30000, 4},  // ties at T across many slices
                                            TopKCase{2, 9000, 4500, 1},    // every score equal
                                            TopKCase{40, 2048, 128, 0},    // Quest's pages: one slice a row
+                                           TopKCase{8, 2048, 128, 0, 1000.0f},  // one sign and exponent: digits below the shared bits
+                                           TopKCase{2, 8192, 127, 0, 1000.0f},
+                                           TopKCase{2, 3000, 1000, 1},    // every score equal, one workgroup a row
                                            TopKCase{2, 8192, 3000, 7},    // the longest row of one workgroup
                                            TopKCase{2, 8193, 3000, 7},    // the shortest row spread over slices
+                                           TopKCase{2, 5376, 2000, 7},    // lavapipe's longest row of one workgroup
+                                           TopKCase{2, 5377, 2000, 7},    // and its shortest over slices
                                            TopKCase{2, 300, 0, 0}, TopKCase{2, 0, 16, 0}),
                          [](const auto& info) {
                            const TopKCase& c = info.param;
-                           return "n" + std::to_string(c.n) + "_k" + std::to_string(c.k) + "_ties" + std::to_string(c.distinct);
+                           return "n" + std::to_string(c.n) + "_k" + std::to_string(c.k) + "_ties" + std::to_string(c.distinct) +
+                                  (c.offset != 0.0f ? "_offset" : "");
                          });
 
 }  // namespace
