@@ -81,6 +81,7 @@ struct ByteModel {
   AttentionShape shape;
   size_t element;
   uint32_t candidates, queries, budget, list_rows, page_size, group_size, sparq_r, loki_r;
+  bool page_size_topk;  // Quest: the top-k ranks pages
   double operator()(const std::string& stage) const {
     const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
     const double kv_row = d * element;
@@ -93,7 +94,9 @@ struct ByteModel {
       return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
     if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
-    if (stage == "topk") return 5 * H * n * 4;  // worst case rows; 3 digit passes, a count, a write
+    // One read of every row's scores (Quest's rows are pages), the least a top-k
+    // needs: topk_row reads no more; rows of more than 8192 take five passes.
+    if (stage == "topk") return list_rows * (page_size_topk ? n / page_size : n) * 4;
     return 0;
   }
 };
@@ -239,7 +242,8 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         }
       }
       const ByteModel bytes{shape, dtype_size(c.dtype), step.block.candidates(), step.block.n_queries, step.budget,
-                            list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r, c.options.loki_r};
+                            list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r, c.options.loki_r,
+                            step.method == "quest"};
       double total_bytes = 0;
       for (const std::string& stage : order) {
         result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});
