@@ -25,9 +25,12 @@ constexpr uint32_t kMergeWorkgroup = 256;  // a power of two (tree reductions)
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
-// chunk 4 ways (its query tiles already fill much of the GPU).
+// chunk of 128 queries 2 ways. attention_chunk is bound by the instructions an
+// SM issues per key tile, so one workgroup per SM does as much as two: on the
+// H100 a 32k dense chunk took 1034 us at 2 or 4 splits, QuoKA's 1152-key chunk
+// 70.6 / 82 / 100 / 133 us at 2 / 4 / 8 / 16 (docs/perf.md, session 7).
 constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
-constexpr uint32_t kChunkSplits = 4;
+constexpr uint32_t kChunkSplits = 2;
 
 // attention_chunk's fixed tile (the shader's ROWS, KEY_TILE, 4 subgroups of 32).
 constexpr AttentionTiling kChunkTiling{.rows = 64, .key_tile = 32, .workgroup = 128};
