@@ -9,12 +9,17 @@
 
 namespace kv::test {
 
-// A one-layer capture of fresh Gaussian values. Its source metadata names the
-// seed ("test, seed N"): a test prints it on failure, and KVSCOPE_TEST_SEED=N
-// replays that input.
-inline std::filesystem::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {
+// A fresh seed for a test's random inputs, or KVSCOPE_TEST_SEED=N to replay
+// the input of a failure that printed seed N.
+inline uint32_t test_seed() {
   const char* fixed = std::getenv("KVSCOPE_TEST_SEED");
-  const uint32_t seed = fixed ? uint32_t(std::strtoul(fixed, nullptr, 10)) : std::random_device{}();
+  return fixed ? uint32_t(std::strtoul(fixed, nullptr, 10)) : std::random_device{}();
+}
+
+// A one-layer capture of fresh Gaussian values. Its source metadata names the
+// seed ("test, seed N"): a test prints it on failure.
+inline std::filesystem::path random_capture(const std::string& name, const AttentionShape& s, DType dtype) {
+  const uint32_t seed = test_seed();
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.5f);
   std::vector<float> q(size_t(s.heads) * s.tokens * s.dim), k(size_t(s.kv_heads) * s.tokens * s.dim), v(k.size());
