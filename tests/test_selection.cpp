@@ -29,7 +29,7 @@ struct MethodCase {
   AttentionShape shape;
   DType dtype;
   uint32_t budget;
-  std::string variant;  // "", "max", "mean": --gqa-agg for quest/fier, --quoka-group max for quoka; sparq: "r5", "rall"
+  std::string variant;  // "", "max", "mean": --gqa-agg for quest/fier, --quoka-group max for quoka; sparq: "r5", "rall"; fier: "g16", "g48"
   uint32_t chunk = 48;
 };
 
@@ -42,6 +42,8 @@ MethodOptions options_of(const MethodCase& c) {
   if (c.variant == "r5") o.sparq_r = 5;         // fewer channels than one 16-byte piece holds
   if (c.variant == "rall") o.sparq_r = 100000;  // every channel: the exact logits
   if (c.variant == "r4") o.loki_r = 4;
+  if (c.variant == "g16") o.group_size = 16;  // Fier: 8 blocks a workgroup, terms built in two passes
+  if (c.variant == "g48") o.group_size = 48;  // blocks that straddle workgroups
   return o;
 }
 
@@ -139,6 +141,8 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGroupOf6, DType::f16, 50, "mean"});
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
+    cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});
+    cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "g48"});
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
     cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});
     cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
