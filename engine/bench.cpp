@@ -81,7 +81,7 @@ struct ByteModel {
   AttentionShape shape;
   size_t element;
   uint32_t candidates, queries, budget, list_rows, page_size, group_size, sparq_r, loki_r;
-  bool page_size_topk;  // Quest: the top-k ranks pages
+  bool topk_ranks_pages;  // Quest: the top-k ranks pages
   double operator()(const std::string& stage) const {
     const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
     const double kv_row = d * element;
@@ -96,7 +96,7 @@ struct ByteModel {
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
     // One read of every row's scores (Quest's rows are pages), the least a top-k
     // needs: topk_row reads no more; rows of more than 8192 take five passes.
-    if (stage == "topk") return list_rows * (page_size_topk ? n / page_size : n) * 4;
+    if (stage == "topk") return list_rows * (topk_ranks_pages ? n / page_size : n) * 4;
     return 0;
   }
 };

@@ -10,7 +10,7 @@
 layout(local_size_x = 256) in;
 const uint WORKGROUP = 256u;
 const uint SLICE = TOPK_SLICE;
-const uint PER_INVOCATION = SLICE / WORKGROUP;  // topk_digit, topk_count, topk_write: loads in flight per invocation
+const uint PER_INVOCATION = SLICE / WORKGROUP;  // loads in flight per invocation (load_keys)
 const uint BINS_PER_INVOCATION = TOPK_BINS / WORKGROUP;
 
 layout(push_constant) uniform TopKPush { TOPK_FIELDS } pc;
@@ -20,6 +20,17 @@ uint orderable(float f) {
   if (isnan(f)) return 0u;
   uint u = floatBitsToUint(f == 0.0 ? 0.0 : f);
   return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
+}
+
+// The keys of a row's candidates first + e * WORKGROUP + this invocation (e <
+// PER_INVOCATION), every load issued before any is used: addresses past the
+// row are clamped to its last candidate, so that no load is conditional (the
+// caller drops those keys where they would count).
+void load_keys(uint row, uint first, out uint keys[PER_INVOCATION]) {
+  float values[PER_INVOCATION];
+  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e)
+    values[e] = scores[row * pc.row_stride + min(first + e * WORKGROUP + gl_LocalInvocationIndex, pc.n - 1u)];
+  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) keys[e] = orderable(values[e]);
 }
 
 // Workgroup-wide exclusive prefix sum (Hillis-Steele in shared memory); call
@@ -76,14 +87,11 @@ uint staged(uint i) { return i + i / 32u; }
 shared uint slice_keys[SLICE + SLICE / 32u];
 uint candidate_key(uint row, uint i) { return slice_keys[staged(i % SLICE)]; }
 
-// Every load of the slice issued before any is stored (clamped addresses, so
-// none is conditional). Call from uniform control flow.
+// Call from uniform control flow.
 void stage_slice(uint row, uint slice) {
-  const uint first = slice * SLICE, tid = gl_LocalInvocationIndex;
-  float values[PER_INVOCATION];
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e)
-    values[e] = scores[row * pc.row_stride + min(first + e * WORKGROUP + tid, pc.n - 1u)];
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) slice_keys[staged(e * WORKGROUP + tid)] = orderable(values[e]);
+  uint keys[PER_INVOCATION];
+  load_keys(row, slice * SLICE, keys);
+  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) slice_keys[staged(e * WORKGROUP + gl_LocalInvocationIndex)] = keys[e];
   barrier();
 }
 #endif

@@ -33,16 +33,11 @@ void main() {
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) histogram[b] = 0u;
   barrier();
   const uint first = slice * SLICE;
-  float values[PER_INVOCATION];  // every load issued before the first is used
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) {
-    uint i = first + e * WORKGROUP + tid;
-    values[e] = scores[row * pc.row_stride + min(i, pc.n - 1u)];  // unconditional: all in flight together
-  }
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) {
-    uint key = orderable(values[e]);
-    if (first + e * WORKGROUP + tid < pc.n && (key & mask) == prefix)
-      atomicAdd(histogram[(key >> shift) & (TOPK_BINS - 1u)], 1u);
-  }
+  uint keys[PER_INVOCATION];
+  load_keys(row, first, keys);
+  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e)
+    if (first + e * WORKGROUP + tid < pc.n && (keys[e] & mask) == prefix)
+      atomicAdd(histogram[(keys[e] >> shift) & (TOPK_BINS - 1u)], 1u);
   barrier();
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) {
     uint count = histogram[b];

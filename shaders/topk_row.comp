@@ -5,7 +5,7 @@
 // contiguous segment after a scan of the segments' counts. One dispatch, where
 // topk_digit/count/write take five.
 //
-// Staging issues LOADS_IN_FLIGHT unconditional loads (clamped addresses) per
+// Staging issues PER_INVOCATION unconditional loads (load_keys) per
 // invocation before storing any: a loop of guarded loads ran one memory
 // latency per WORKGROUP candidates on the H100 (13 / 29 us for 2k / 8k).
 // The digits start below the bits that every key of the row shares (those
@@ -30,7 +30,6 @@ uint candidate_key(uint row, uint i) { return row_keys[staged(i)]; }
 #define TOPK_WRITES
 #include "topk_common.glsl"
 
-const uint LOADS_IN_FLIGHT = 8u;
 shared uint histogram[TOPK_BINS];
 
 void main() {
@@ -40,14 +39,13 @@ void main() {
   // Stage the keys, and find the row's largest key and the complement of its
   // smallest (reduced in exclusive_scan's buffer).
   uvec2 extremes = uvec2(0u);
-  for (uint first = 0u; first < pc.n; first += LOADS_IN_FLIGHT * WORKGROUP) {
-    float values[LOADS_IN_FLIGHT];
-    [[unroll]] for (uint e = 0u; e < LOADS_IN_FLIGHT; ++e)
-      values[e] = scores[row * pc.row_stride + min(first + e * WORKGROUP + tid, pc.n - 1u)];
-    [[unroll]] for (uint e = 0u; e < LOADS_IN_FLIGHT; ++e) {
-      const uint i = first + e * WORKGROUP + tid, key = orderable(values[e]);
-      if (i < pc.n) row_keys[staged(i)] = key;
-      extremes = max(extremes, uvec2(key, ~key));  // clamped loads repeat the last key: harmless here
+  for (uint first = 0u; first < pc.n; first += PER_INVOCATION * WORKGROUP) {
+    uint keys[PER_INVOCATION];
+    load_keys(row, first, keys);
+    [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) {
+      const uint i = first + e * WORKGROUP + tid;
+      if (i < pc.n) row_keys[staged(i)] = keys[e];
+      extremes = max(extremes, uvec2(keys[e], ~keys[e]));  // clamped loads repeat the last key: harmless here
     }
   }
   scan_buffer[tid] = extremes;
