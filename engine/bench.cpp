@@ -95,7 +95,8 @@ struct ByteModel {
     if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
     // One read of every row's scores (Quest's rows are pages), the least a top-k
-    // needs: topk_row reads no more; rows of more than 8192 take five passes.
+    // needs: topk_row and topk_histogram + topk_gather read no more; topk_finish
+    // alone (rows of up to 32768) reads the row two or more times.
     if (stage == "topk") return list_rows * (topk_ranks_pages ? n / page_size : n) * 4;
     return 0;
   }

@@ -2,40 +2,62 @@
 
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
-#include "topk_count.spv.h"
-#include "topk_digit.spv.h"
+#include "topk_finish.spv.h"
+#include "topk_gather.spv.h"
+#include "topk_histogram.spv.h"
 #include "topk_row.spv.h"
-#include "topk_write.spv.h"
 
 namespace kv {
 namespace {
-constexpr uint32_t kDigits = 3;  // 11 + 11 + 10 bits
+constexpr uint32_t kRowWorkgroup = 256, kSliceWorkgroup = 256, kFinishWorkgroup = 1024;  // their TOPK_WORKGROUP
 
-constexpr uint32_t kWorkgroup = 256;  // topk_common.glsl's
+// Rows of up to this many scores are topk_finish's alone: on the H100 one
+// workgroup reading such a row a pass per level beat the three dispatches
+// (Fier decode's top-k at 32k: 30.9 against 37.2 us; even at 64k, 43.5
+// against 44.7 for Fier and 44.3 against 36.4 for QuoKA; docs/perf.md).
+constexpr uint32_t kFinishAloneMax = 32768;
 
-vk::Kernel topk_kernel(const vk::Device& device, const char* name, std::span<const uint32_t> spirv, uint32_t buffers,
-                       std::span<const uint32_t> specialization = {}) {
-  return vk::Kernel(device, name, spirv, {buffers, sizeof(layouts::TopKPush)}, specialization);
+// Shared memory topk_common.glsl declares beside a kernel's own arrays: the
+// scan's per-subgroup sums and total, the chosen bin, the histogram, and (for
+// kernels that select among staged candidates) the per-subgroup extremes.
+uint32_t common_shared_bytes(const vk::Device& device, uint32_t workgroup) {
+  const uint32_t subgroups = workgroup / device.info().subgroup_size;
+  return subgroups * 16 + 16 + 12 + TOPK_BINS * 4 + subgroups * 8;
 }
 
-// The candidates topk_row stages in shared memory (33 words per 32) beside its
-// histogram, scan buffer and chosen bin: TOPK_ROW_MAX, or what the device's
-// shared memory holds (lavapipe's 32 KiB: 5376).
-uint32_t row_capacity(const vk::Device& device) {
-  const uint32_t others = TOPK_BINS * 4 + kWorkgroup * 8 + 8;
+// The candidates topk_row stages in shared memory (33 words per 32):
+// TOPK_ROW_MAX, or what the device's shared memory holds (lavapipe's 32 KiB:
+// 5376).
+uint32_t row_capacity_for(const vk::Device& device) {
+  const uint32_t others = common_shared_bytes(device, kRowWorkgroup);
   const uint32_t limit = device.limits().maxComputeSharedMemorySize;
-  const uint32_t fits = limit > others ? (limit - others) / 4 * 32 / 33 / kWorkgroup * kWorkgroup : 0;
+  const uint32_t fits = limit > others ? (limit - others) / 4 * 32 / 33 / kRowWorkgroup * kRowWorkgroup : 0;
   return std::min<uint32_t>(TOPK_ROW_MAX, fits);
+}
+
+// The (key, index) entries topk_finish stages in shared memory beside its
+// slice places: about 4700 where a workgroup has 48 KiB, 2400 under lavapipe's 32.
+uint32_t staged_capacity_for(const vk::Device& device) {
+  const uint32_t others = common_shared_bytes(device, kFinishWorkgroup) + TOPK_MAX_SLICES * 8;
+  const uint32_t limit = device.limits().maxComputeSharedMemorySize;
+  return limit > others ? (limit - others) / 8 : 0;
+}
+
+vk::Kernel topk_kernel(const vk::Device& device, const char* name, std::span<const uint32_t> spirv, uint32_t buffers,
+                       uint32_t capacity, uint32_t workgroup) {
+  const uint32_t specialization[] = {capacity, workgroup / device.info().subgroup_size};
+  return vk::Kernel(device, name, spirv, {buffers, sizeof(layouts::TopKPush)}, specialization);
 }
 }  // namespace
 
 TopK::TopK(const vk::Device& device)
     : device_(&device),
-      row_capacity_(row_capacity(device)),
-      row_(topk_kernel(device, "topk_row", topk_row_spirv, 2, std::span<const uint32_t>(&row_capacity_, 1))),
-      digit_(topk_kernel(device, "topk_digit", topk_digit_spirv, 2)),
-      count_(topk_kernel(device, "topk_count", topk_count_spirv, 3)),
-      write_(topk_kernel(device, "topk_write", topk_write_spirv, 4)) {}
+      row_capacity_(row_capacity_for(device)),
+      staged_capacity_(staged_capacity_for(device)),
+      row_(topk_kernel(device, "topk_row", topk_row_spirv, 2, row_capacity_, kRowWorkgroup)),
+      histogram_(topk_kernel(device, "topk_histogram", topk_histogram_spirv, 2, 0, kSliceWorkgroup)),
+      gather_(topk_kernel(device, "topk_gather", topk_gather_spirv, 4, staged_capacity_, kSliceWorkgroup)),
+      finish_(topk_kernel(device, "topk_finish", topk_finish_spirv, 5, staged_capacity_, kFinishWorkgroup)) {}
 
 bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
   if (buffer.bytes() >= bytes) return false;
@@ -47,20 +69,22 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                   const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
   if (n <= row_capacity_) {
-    const layouts::TopKPush push{n, k, row_stride, out_stride, 1, 0};
+    const layouts::TopKPush push{n, k, row_stride, out_stride, 0};
     pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
     return;
   }
-  const uint32_t slices = ceil_div(n, TOPK_SLICE);
-  if (grow(select_state_, VkDeviceSize(rows) * TOPK_ROW_WORDS * 4)) select_state_.fill(0);
-  grow(slice_counts_, VkDeviceSize(rows) * slices * 8);
-  layouts::TopKPush push{n, k, row_stride, out_stride, slices, 0};
-  for (uint32_t level = 0; level < kDigits; ++level) {
-    push.level = level;
-    pass.dispatch(digit_, {&scores, &select_state_}, push, slices, rows, 1, stage);
+  // A row spans at most n / 4 + 2 aligned vec4s, whatever its start.
+  const uint32_t slices = ceil_div(n / 4 + 2, TOPK_SLICE / 4);
+  const bool sliced = n > kFinishAloneMax && slices <= TOPK_MAX_SLICES;
+  const layouts::TopKPush push{n, k, row_stride, out_stride, sliced ? slices : 0};
+  if (grow(select_state_, VkDeviceSize(rows) * TOPK_STATE_WORDS * 4)) select_state_.fill(0);
+  grow(gathered_, VkDeviceSize(rows) * staged_capacity_ * 8);
+  grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(push.slices, 1) * 8);
+  if (push.slices) {
+    pass.dispatch(histogram_, {&scores, &select_state_}, push, slices, rows, 1, stage);
+    pass.dispatch(gather_, {&scores, &select_state_, &gathered_, &slice_table_}, push, slices, rows, 1, stage);
   }
-  pass.dispatch(count_, {&scores, &select_state_, &slice_counts_}, push, slices, rows, 1, stage);
-  pass.dispatch(write_, {&scores, &select_state_, &slice_counts_, &indices}, push, slices, rows, 1, stage);
+  pass.dispatch(finish_, {&scores, &indices, &select_state_, &gathered_, &slice_table_}, push, 1, rows, 1, stage);
 }
 
 }  // namespace kv

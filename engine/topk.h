@@ -11,9 +11,10 @@ namespace kv {
 // Owner of the top-k kernels and their scratch: per row, the k largest of n
 // scores as ascending indices, ties toward the lower index, -1 padded to
 // out_stride; every index when n <= k. A row of at most 8192 candidates (fewer
-// where shared memory is under 43 KiB) is one workgroup's (topk_row, one
-// dispatch); a longer row is spread over slices of 2048 candidates, a workgroup
-// each (topk_digit x 3, topk_count, topk_write).
+// where shared memory is under 43 KiB) is staged in shared memory by one
+// workgroup (topk_row, one dispatch). A longer row is histogrammed and
+// gathered a slice of 4096 per workgroup (topk_histogram, topk_gather), then
+// finished by one workgroup (topk_finish): three dispatches.
 // One TopK may be recorded many times, in one pass or several, as long as
 // their runs do not overlap (passes run one at a time).
 class TopK {
@@ -21,6 +22,9 @@ class TopK {
   explicit TopK(const vk::Device& device);
   void record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
               const vk::Buffer& indices, uint32_t out_stride, const std::string& stage = "topk");
+  uint32_t row_capacity() const { return row_capacity_; }
+  // The most keys topk_finish selects among in shared memory.
+  uint32_t staged_capacity() const { return staged_capacity_; }
 
  private:
   // Replaces `buffer` with one of `bytes` when it is smaller; true if it did.
@@ -28,11 +32,12 @@ class TopK {
 
   const vk::Device* device_;
   uint32_t row_capacity_;  // the longest row topk_row takes
-  vk::Kernel row_, digit_, count_, write_;
-  // Zeroed when allocated; topk_digit leaves the histograms and counters zeroed
-  // after every use, so no clearing pass is recorded.
+  uint32_t staged_capacity_;
+  vk::Kernel row_, histogram_, gather_, finish_;
+  // Zeroed when allocated; topk_finish leaves it zeroed after every use, so no
+  // clearing pass is recorded.
   vk::Buffer select_state_;
-  vk::Buffer slice_counts_;
+  vk::Buffer gathered_, slice_table_;
   std::vector<vk::Buffer> outgrown_;  // kept: passes recorded before a growth still bind them
 };
 

@@ -50,29 +50,36 @@ KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
   uint n_splits;
 KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
 
-// topk_row.comp (rows of at most TOPK_ROW_MAX), else topk_digit.comp,
-// topk_count.comp, topk_write.comp: per row, the `k` largest
-// of `n` scores (ties toward the lower index), written as ascending indices
-// padded with -1 to `out_stride`. One workgroup = (slice of a row, row).
+// The top-k kernels: per row, the `k` largest of `n` scores (ties toward the
+// lower index), written as ascending indices padded with -1 to `out_stride`.
+// A row of at most TOPK_ROW_MAX is topk_row.comp's (one workgroup); a longer
+// one is cut into slices of TOPK_SLICE for topk_histogram.comp and
+// topk_gather.comp (a workgroup per slice), then topk_finish.comp selects
+// from what they gathered (a workgroup per row). Histograms of TOPK_BINS.
 #define TOPK_ROW_MAX 8192u
-#define TOPK_SLICE 2048u  /* candidates per workgroup of a longer row */
+#define TOPK_SLICE 4096u
+#define TOPK_MAX_SLICES 256u  /* longer rows (over 1M scores) are topk_finish's alone */
+#define TOPK_BINS 2048u
 #define TOPK_FIELDS \
   uint n;           /* candidates per row */ \
   uint k;           \
   uint row_stride;  /* scores per row in the buffer */ \
   uint out_stride;  /* indices per row in the output */ \
-  uint slices;      /* workgroups per row */ \
-  uint level;       /* topk_digit: which digit, 0 = the highest */
+  uint slices;      /* topk_histogram / topk_gather workgroups per row; 0: none ran */
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
-// Their select state, TOPK_ROW_WORDS uint words per row: arrived workgroups,
-// key prefix, prefix mask, ties still to take, and a TOPK_BINS histogram.
-#define TOPK_BINS 2048u
-#define TOPK_STATE_ARRIVED 0u
-#define TOPK_STATE_PREFIX 1u
-#define TOPK_STATE_MASK 2u
-#define TOPK_STATE_REMAINING 3u
+// A long row's select state, TOPK_STATE_WORDS uint words per row: the level-0
+// window (its first key and log2 of its bins' width), how many keys
+// topk_gather gathered (0: none, as they did not fit), the radix select's
+// progress after level 0 (prefix, mask, remaining; a zero mask when the chosen
+// bin is open-ended), and the level-0 histogram.
+#define TOPK_STATE_BASE 0u
+#define TOPK_STATE_SHIFT 1u
+#define TOPK_STATE_GATHERED 2u
+#define TOPK_STATE_PREFIX 3u
+#define TOPK_STATE_MASK 4u
+#define TOPK_STATE_REMAINING 5u
 #define TOPK_STATE_HISTOGRAM 8u
-#define TOPK_ROW_WORDS (TOPK_STATE_HISTOGRAM + TOPK_BINS)
+#define TOPK_STATE_WORDS (TOPK_STATE_HISTOGRAM + TOPK_BINS)
 
 // mean_query.comp: [H, n, d] (storage dtype) -> [H, d] float, the mean over n.
 #define MEAN_QUERY_FIELDS \

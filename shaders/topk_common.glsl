@@ -2,18 +2,20 @@
 // over the scores as order-preserving 32-bit keys: digits of up to 11 bits fix
 // the k-th largest key T and how many keys equal to T are taken (the first
 // ones in index order); then every key above T, and those equal to it, are
-// written in index order. topk_row.comp does all of it in one workgroup per
-// row (short rows); topk_digit.comp (three digits: 11, 11 and 10 bits),
-// topk_count.comp and topk_write.comp spread each pass of a long row over
-// `slices` workgroups. The including kernel declares `scores` (and `indices`
-// if it writes them) first.
-layout(local_size_x = 256) in;
-const uint WORKGROUP = 256u;
-const uint SLICE = TOPK_SLICE;
-const uint PER_INVOCATION = SLICE / WORKGROUP;  // loads in flight per invocation (load_keys)
+// written in index order (layouts.h names the kernels). The including kernel
+// defines TOPK_WORKGROUP; one that selects among candidates staged in shared
+// memory also defines TOPK_CANDIDATES, candidate_key(i) and candidate_index(i)
+// (where its i-th candidate came from), and declares `indices`.
+#extension GL_KHR_shader_subgroup_arithmetic : require
+
+layout(local_size_x = TOPK_WORKGROUP) in;
+const uint WORKGROUP = TOPK_WORKGROUP;
 const uint BINS_PER_INVOCATION = TOPK_BINS / WORKGROUP;
 
 layout(push_constant) uniform TopKPush { TOPK_FIELDS } pc;
+
+// WORKGROUP / the device's subgroup size (engine/topk.cpp).
+layout(constant_id = 1) const uint SUBGROUPS = WORKGROUP / 32u;
 
 // Larger float, larger key; -0 counts as +0 and NaN as the lowest score.
 uint orderable(float f) {
@@ -22,112 +24,159 @@ uint orderable(float f) {
   return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
 }
 
-// The keys of a row's candidates first + e * WORKGROUP + this invocation (e <
-// PER_INVOCATION), every load issued before any is used: addresses past the
-// row are clamped to its last candidate, so that no load is conditional (the
-// caller drops those keys where they would count).
-void load_keys(uint row, uint first, out uint keys[PER_INVOCATION]) {
-  float values[PER_INVOCATION];
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e)
-    values[e] = scores[row * pc.row_stride + min(first + e * WORKGROUP + gl_LocalInvocationIndex, pc.n - 1u)];
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) keys[e] = orderable(values[e]);
-}
-
-// Workgroup-wide exclusive prefix sum (Hillis-Steele in shared memory); call
-// from uniform control flow. `total` is the sum over every invocation.
-shared uvec2 scan_buffer[WORKGROUP];
-uvec2 exclusive_scan(uvec2 value, out uvec2 total) {
-  const uint tid = gl_LocalInvocationIndex;
-  scan_buffer[tid] = value;
+// Workgroup-wide exclusive prefix sum of four counts at once: each subgroup
+// scans its own, then the first subgroup scans the subgroups' sums. Call from
+// uniform control flow. `total` is the sum over every invocation.
+shared uvec4 subgroup_sums[SUBGROUPS];
+shared uvec4 scan_total;
+uvec4 exclusive_scan(uvec4 value, out uvec4 total) {
+  const uvec4 inclusive = subgroupInclusiveAdd(value);
+  if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) subgroup_sums[gl_SubgroupID] = inclusive;
   barrier();
-  for (uint offset = 1u; offset < WORKGROUP; offset <<= 1u) {
-    uvec2 add = tid >= offset ? scan_buffer[tid - offset] : uvec2(0);
-    barrier();
-    scan_buffer[tid] += add;
-    barrier();
+  if (gl_SubgroupID == 0u) {
+    uvec4 carry = uvec4(0);
+    for (uint first = 0u; first < gl_NumSubgroups; first += gl_SubgroupSize) {
+      const uint s = first + gl_SubgroupInvocationID;
+      const uvec4 sum = s < gl_NumSubgroups ? subgroup_sums[s] : uvec4(0);
+      const uvec4 before = subgroupExclusiveAdd(sum);
+      if (s < gl_NumSubgroups) subgroup_sums[s] = carry + before;
+      carry += subgroupAdd(sum);
+    }
+    if (gl_SubgroupInvocationID == 0u) scan_total = carry;
   }
-  total = scan_buffer[WORKGROUP - 1u];
-  uvec2 before = scan_buffer[tid] - value;
+  barrier();
+  total = scan_total;
+  const uvec4 before = subgroup_sums[gl_SubgroupID] + inclusive - value;
   barrier();
   return before;
 }
 
-// Invocation t holds the counts of bins TOPK_BINS - 1 - (t * BINS_PER_INVOCATION
-// + j): the bins in descending order. Returns, in every invocation, the bin
-// where the count of keys in higher bins first reaches `remaining`, and that
-// count. Call from uniform control flow.
-shared uvec2 chosen_bin;
-uvec2 choose_bin(uint counts[BINS_PER_INVOCATION], uint remaining) {
-  uint own = 0u;
-  [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) own += counts[j];
-  uvec2 total;
-  uint above = exclusive_scan(uvec2(own, 0u), total).x;
+// A radix select's progress: keys whose bits under `mask` equal `prefix` may
+// still hold T; `remaining` of the k are still to be taken among them.
+struct Select {
+  uint prefix, mask, remaining;
+};
+
+shared uint histogram[TOPK_BINS];
+
+// Reads the histogram in descending bin order (invocation t holds bins
+// TOPK_BINS - 1 - (t * BINS_PER_INVOCATION + j)) and returns (bin, keys in
+// higher bins, keys in the bin) for the bin where the count of keys in higher
+// bins first reaches `remaining`. Call from uniform control flow, after a
+// barrier that follows the histogram's last update.
+shared uvec3 chosen_bin;
+uvec3 choose_bin(uint remaining) {
+  uint counts[BINS_PER_INVOCATION], own = 0u;
+  [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) {
+    counts[j] = histogram[TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j)];
+    own += counts[j];
+  }
+  uvec4 total;
+  uint above = exclusive_scan(uvec4(own, 0u, 0u, 0u), total).x;
   [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) {
     if (above < remaining && above + counts[j] >= remaining)
-      chosen_bin = uvec2(TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j), above);
+      chosen_bin = uvec3(TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j), above, counts[j]);
     above += counts[j];
   }
   barrier();
-  uvec2 chosen = chosen_bin;
+  const uvec3 chosen = chosen_bin;
   barrier();
   return chosen;
 }
 
-// Where candidate i's key sits in a staged array: one word of padding per 32,
-// so that invocations walking contiguous segments of up to 32 candidates read
-// different banks (unpadded, a segment of 32 put every invocation on one bank).
-uint staged(uint i) { return i + i / 32u; }
+// One radix level: fixes the digit under `digit_mask << shift` from the
+// histogram of that digit over the keys that hold the prefix. Returns how
+// many keys hold the longer prefix.
+uint fix_digit(inout Select select, uint shift, uint digit_mask) {
+  const uvec3 chosen = choose_bin(select.remaining);
+  select.prefix |= chosen.x << shift;
+  select.mask |= digit_mask << shift;
+  select.remaining -= chosen.y;
+  return chosen.z;
+}
 
-// A candidate's key, from shared memory: topk_row.comp stages its whole row
-// and defines candidate_key itself (TOPK_STAGED); topk_count.comp and
-// topk_write.comp stage their slice with stage_slice. Reading the scores in
-// place instead, a loop of loads ran one memory latency per candidate of an
-// invocation's segment.
-#ifndef TOPK_STAGED
-shared uint slice_keys[SLICE + SLICE / 32u];
-uint candidate_key(uint row, uint i) { return slice_keys[staged(i % SLICE)]; }
-
-// Call from uniform control flow.
-void stage_slice(uint row, uint slice) {
-  uint keys[PER_INVOCATION];
-  load_keys(row, slice * SLICE, keys);
-  [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) slice_keys[staged(e * WORKGROUP + gl_LocalInvocationIndex)] = keys[e];
+void clear_histogram() {
+  for (uint b = gl_LocalInvocationIndex; b < TOPK_BINS; b += WORKGROUP) histogram[b] = 0u;
   barrier();
 }
-#endif
 
-// Keys above and equal to `threshold` among a row's candidates [first, end).
-uvec2 count_range(uint row, uint first, uint end, uint threshold) {
+#ifdef TOPK_CANDIDATES
+// Finishes a radix select among `count` staged candidates that hold the k
+// largest: the digits start below the bits that all candidates still holding
+// the prefix share (above the highest bit where the largest and smallest of
+// them differ), so that keys of one sign and size spread over the bins instead
+// of piling onto a few; at most three levels.
+shared uvec2 subgroup_extremes[SUBGROUPS];
+Select select_staged(uint count, Select select) {
+  const uint tid = gl_LocalInvocationIndex;
+  uvec2 extremes = uvec2(0u);  // the largest key, and the complement of the smallest
+  for (uint i = tid; i < count; i += WORKGROUP) {
+    const uint key = candidate_key(i);
+    if ((key & select.mask) == select.prefix) extremes = max(extremes, uvec2(key, ~key));
+  }
+  extremes = subgroupMax(extremes);
+  if (gl_SubgroupInvocationID == 0u) subgroup_extremes[gl_SubgroupID] = extremes;
+  barrier();
+  for (uint s = 0u; s < gl_NumSubgroups; ++s) extremes = max(extremes, subgroup_extremes[s]);
+  barrier();
+  int top = findMSB(extremes.x ^ ~extremes.y);  // -1: they are all equal
+  select.mask = top < 0 ? 0xffffffffu : top == 31 ? 0u : ~((2u << uint(top)) - 1u);
+  select.prefix = extremes.x & select.mask;
+  while (top >= 0) {
+    const uint shift = uint(max(top - 10, 0)), digit_mask = (2u << (uint(top) - shift)) - 1u;
+    clear_histogram();
+    for (uint i = tid; i < count; i += WORKGROUP) {
+      const uint key = candidate_key(i);
+      if ((key & select.mask) == select.prefix) atomicAdd(histogram[(key >> shift) & digit_mask], 1u);
+    }
+    barrier();
+    fix_digit(select, shift, digit_mask);
+    top = int(shift) - 1;
+  }
+  return select;
+}
+
+// Keys above and equal to T among staged candidates [first, end).
+uvec2 count_range(uint first, uint end, uint threshold) {
   uvec2 counts = uvec2(0);
   for (uint i = first; i < end; ++i) {
-    uint key = candidate_key(row, i);
+    uint key = candidate_key(i);
     counts += uvec2(key > threshold ? 1u : 0u, key == threshold ? 1u : 0u);
   }
   return counts;
 }
 
-#ifdef TOPK_WRITES
-// Writes the selected indices among candidates [first, end), given `earlier`:
-// the keys above and equal to T before `first` in the row. Keys equal to T are
+// Writes the selected indices among staged candidates [first, end), given
+// `earlier`: the keys above and equal to T before `first`. Keys equal to T are
 // taken while fewer than `remaining` came before.
 void write_range(uint row, uint first, uint end, uint threshold, uint remaining, uvec2 earlier) {
   uint equal_rank = earlier.y, slot = earlier.x + min(earlier.y, remaining);
   for (uint i = first; i < end; ++i) {
-    uint key = candidate_key(row, i);
+    uint key = candidate_key(i);
     bool take = key > threshold;
     if (key == threshold) take = equal_rank++ < remaining;
-    if (take) indices[row * pc.out_stride + slot++] = int(i);
+    if (take) indices[row * pc.out_stride + slot++] = int(candidate_index(i));
   }
 }
 
-// The -1 padding after the k indices (if `pads`), and every index of
-// candidates [begin, end) when n <= k; false when nothing is left to select.
-bool write_padding_and_trivial_rows(uint row, uint begin, uint end, bool pads) {
+// The selection among `count` staged candidates, in their order: each
+// invocation takes a contiguous segment, placed by a scan of the segments'
+// counts. Call from uniform control flow.
+void write_staged(uint row, uint count, uint threshold, uint remaining) {
+  const uint segment = (count + WORKGROUP - 1u) / WORKGROUP;
+  const uint first = min(gl_LocalInvocationIndex * segment, count), end = min(first + segment, count);
+  uvec4 total;
+  const uvec2 earlier = exclusive_scan(uvec4(count_range(first, end, threshold), 0u, 0u), total).xy;
+  write_range(row, first, end, threshold, remaining, earlier);
+}
+
+// The -1 padding after the k indices, and every index when n <= k; false when
+// nothing is left to select. Call before anything else.
+bool write_padding_and_trivial_rows(uint row) {
   const uint k = min(pc.k, pc.n), tid = gl_LocalInvocationIndex;
-  if (pads)
-    for (uint i = k + tid; i < pc.out_stride; i += WORKGROUP) indices[row * pc.out_stride + i] = -1;
+  for (uint i = k + tid; i < pc.out_stride; i += WORKGROUP) indices[row * pc.out_stride + i] = -1;
   if (pc.n <= pc.k)
-    for (uint i = begin + tid; i < end; i += WORKGROUP) indices[row * pc.out_stride + i] = int(i);
+    for (uint i = tid; i < pc.n; i += WORKGROUP) indices[row * pc.out_stride + i] = int(i);
   return pc.n > pc.k && k > 0u;
 }
-#endif
+#endif  // TOPK_CANDIDATES

@@ -42,8 +42,12 @@ struct TopKInputs {
       scores[size_t(r) * stride] = -0.0f;
       scores[size_t(r) * stride + 1] = 0.0f;
     }
-    if (!scores.empty()) score_buffer.upload_values<float>(scores);
+    upload();
     indices.fill(0x7fc00000u);
+  }
+
+  void upload() {
+    if (!scores.empty()) score_buffer.upload_values<float>(scores);
   }
 
   void expect_top_k() const {
@@ -73,14 +77,14 @@ TEST_P(TopKTest, MatchesStableSort) {
   inputs.expect_top_k();
 }
 
-// The kernels keep state in their scratch between dispatches and must leave it
-// clean: two selections of different shapes in one pass, and the pass run twice.
+// Two selections of different shapes (a long row and a short one) recorded in
+// one pass, and the pass run twice: nothing carries over between them.
 class TopKReuseTest : public test::GpuTest {};
 
-TEST_F(TopKReuseTest, ScratchIsLeftClean) {
+TEST_F(TopKReuseTest, RecordedTogetherAndRunTwice) {
   vk::Device& device = test::device();
   std::mt19937 rng(std::random_device{}());
-  TopKInputs first(device, {6, 30000, 2000, 2}, rng), second(device, {3, 5000, 4999, 0}, rng);
+  TopKInputs first(device, {6, 40000, 2000, 0}, rng), second(device, {3, 5000, 4999, 0}, rng);
   TopK topk(device);
   vk::Pass pass(device);
   for (TopKInputs* inputs : {&first, &second})
@@ -96,23 +100,56 @@ TEST_F(TopKReuseTest, ScratchIsLeftClean) {
   }
 }
 
+// Long rows gather the keys that can still be selected into topk_finish's
+// shared memory once they fit: `top` keys in one level-0 bin above the rest, of
+// which k are taken. Exactly its capacity is gathered (by topk_gather's slices
+// in a row of 65536, by topk_finish itself in a shorter one); one more is not,
+// and topk_finish reads the row for another level.
+class TopKCapacityTest : public test::GpuTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
+  vk::Device& device = test::device();
+  std::mt19937 rng(std::random_device{}());
+  TopK topk(device);
+  const uint32_t top = uint32_t(int(topk.staged_capacity()) + GetParam());
+  for (uint32_t n : {std::max(3 * top, topk.row_capacity() + 1), std::max(3 * top, 65536u)}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    TopKInputs inputs(device, {2, n, top - 5, 0}, rng);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    for (uint32_t r = 0; r < inputs.rows; ++r)
+      for (uint32_t i = 0; i < inputs.n; ++i)  // [2, 2.3) shares its sign, exponent and next two bits
+        inputs.scores[size_t(r) * inputs.stride + i] = i % 3 == 1 && i / 3 < top ? 2.0f + 0.3f * unit(rng) : -unit(rng);
+    inputs.upload();
+    vk::Pass pass(device);
+    topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
+    pass.run();
+    inputs.expect_top_k();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Boundary, TopKCapacityTest, ::testing::Values(-1, 0, 1),
+                         [](const auto& info) { return "capacity" + std::string(info.param < 0 ? "_minus_" : "_plus_") +
+                                                       std::to_string(std::abs(info.param)); });
+
 INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                          ::testing::Values(TopKCase{4, 1000, 10, 0}, TopKCase{3, 1000, 100, 5},  // heavy ties
                                            TopKCase{2, 777, 777, 0},                            // k = n
                                            TopKCase{2, 100, 300, 0},                            // k > n
                                            TopKCase{2, 1, 1, 0}, TopKCase{1, 5000, 4096, 3},
                                            TopKCase{1, 262144, 8192, 0},  // the largest the issue asks for
+                                           TopKCase{1, 1100000, 1000, 0},  // more slices than topk_finish places: read by it alone
                                            TopKCase{2, 70000, 100, 0},
-                                           TopKCase{3, 70000, 30000, 4},  // ties at T across many slices
+                                           TopKCase{3, 70000, 30000, 4},  // ties at T, written from the row
                                            TopKCase{2, 9000, 4500, 1},    // every score equal
-                                           TopKCase{40, 2048, 128, 0},    // Quest's pages: one slice a row
+                                           TopKCase{2, 40000, 1000, 0, 1000.0f},  // level 0 keeps every key; gathered after level 1
+                                           TopKCase{40, 2048, 128, 0},    // Quest's pages
                                            TopKCase{8, 2048, 128, 0, 1000.0f},  // one sign and exponent: digits below the shared bits
                                            TopKCase{2, 8192, 127, 0, 1000.0f},
                                            TopKCase{2, 3000, 1000, 1},    // every score equal, one workgroup a row
                                            TopKCase{2, 8192, 3000, 7},    // the longest row of one workgroup
-                                           TopKCase{2, 8193, 3000, 7},    // the shortest row spread over slices
+                                           TopKCase{2, 8193, 3000, 7},    // the shortest row read from memory
                                            TopKCase{2, 5376, 2000, 7},    // lavapipe's longest row of one workgroup
-                                           TopKCase{2, 5377, 2000, 7},    // and its shortest over slices
+                                           TopKCase{2, 5377, 2000, 7},    // and its shortest read from memory
                                            TopKCase{2, 300, 0, 0}, TopKCase{2, 0, 16, 0}),
                          [](const auto& info) {
                            const TopKCase& c = info.param;

@@ -27,7 +27,7 @@ Buffer::Buffer(const Device& device, VkDeviceSize bytes, MemoryKind kind)
     throw InputError("a buffer of " + std::to_string(bytes >> 20) + " MiB is larger than any memory heap of " +
                      device.info().name + " (largest " + std::to_string(device.largest_heap_bytes() >> 20) + " MiB)");
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  info.size = std::max<VkDeviceSize>(bytes, 4);  // Vulkan forbids empty buffers
+  info.size = std::max<VkDeviceSize>((bytes + 15) / 16 * 16, 16);  // Vulkan forbids empty buffers
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
@@ -44,7 +44,7 @@ Buffer::Buffer(const Device& device, VkDeviceSize bytes, MemoryKind kind)
                                            VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   // Sizes are checked before allocating, so that a capture too large for the
   // device is a one-line error with both numbers, never a driver failure.
-  if (kind == MemoryKind::device_local && bytes > device.limits().maxStorageBufferRange)
+  if (kind == MemoryKind::device_local && info.size > device.limits().maxStorageBufferRange)
     throw InputError("a buffer of " + std::to_string(bytes >> 20) + " MiB exceeds the largest storage buffer " +
                      device.info().name + " binds (" + std::to_string(device.limits().maxStorageBufferRange >> 20) +
                      " MiB); use fewer tokens or heads per capture layer");

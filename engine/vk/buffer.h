@@ -18,6 +18,8 @@ enum class MemoryKind {
 
 // A storage buffer and its memory. Uploads and downloads go through a staging
 // buffer unless the memory is host-visible, in which case they are plain copies.
+// The Vulkan buffer is a whole number of 16-byte vectors long (at least one), so
+// that a kernel may read a float array as vec4s up to its last element.
 class Buffer {
  public:
   Buffer() = default;

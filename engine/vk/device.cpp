@@ -183,13 +183,15 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
   info.subgroup_size = subgroup.subgroupSize;
   info.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                           (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  const bool compute_subgroups = subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
+  info.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   info.cooperative_matrix = has_fp16_cooperative_matrix(instance, physical, info.subgroup_size);
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
   info.max_storage_buffer_range = properties.properties.limits.maxStorageBufferRange;
   info.max_shared_memory_bytes = properties.properties.limits.maxComputeSharedMemorySize;
-  info.supported = info.api_version >= VK_API_VERSION_1_2 &&
+  info.supported = info.api_version >= VK_API_VERSION_1_2 && info.subgroup_arithmetic &&
                    has_device_extension(physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
                    compute_queue_family(physical, nullptr) >= 0;
   return info;
@@ -209,7 +211,7 @@ uint32_t choose(const std::vector<DeviceInfo>& infos, const std::string& selecto
       bool match = numeric ? std::to_string(info.index) == selector
                            : lower(info.name).find(lower(selector)) != std::string::npos;
       if (!match) continue;
-      if (!info.supported) throw DeviceError("device '" + info.name + "' lacks Vulkan 1.2 or VK_KHR_push_descriptor");
+      if (!info.supported) throw DeviceError("device '" + info.name + "' lacks Vulkan 1.2, VK_KHR_push_descriptor or subgroup arithmetic in compute shaders");
       return info.index;
     }
     throw InputError("no Vulkan device matches --device '" + selector + "' (see 'kvscope devices')");

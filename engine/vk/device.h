@@ -22,6 +22,7 @@ struct DeviceInfo {
   uint32_t api_version = 0;
   uint32_t subgroup_size = 0;
   bool subgroup_shuffle = false;  // subgroupShuffleXor in compute shaders
+  bool subgroup_arithmetic = false;  // subgroupAdd and scans in compute shaders (the top-k kernels)
   // VK_NV_cooperative_matrix with 16x16x16 fp16 x fp16 + fp32 at subgroup
   // scope, shaderFloat16 and the Vulkan memory model (with device scope), on
   // 32-wide subgroups: what attention_chunk.glsl needs. (Debian 12's glslang
@@ -30,7 +31,7 @@ struct DeviceInfo {
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;
-  bool supported = false;  // has what kvscope needs (Vulkan 1.2, push descriptors, compute)
+  bool supported = false;  // has what kvscope needs (Vulkan 1.2, push descriptors, compute, subgroup arithmetic)
 };
 
 struct DeviceOptions {
