@@ -22,7 +22,7 @@ constexpr uint32_t kFinishAloneMax = 32768;
 // kernels that select among staged candidates) the per-subgroup extremes.
 uint32_t common_shared_bytes(const vk::Device& device, uint32_t workgroup) {
   const uint32_t subgroups = workgroup / device.info().subgroup_size;
-  return subgroups * 16 + 16 + 12 + TOPK_BINS * 4 + subgroups * 8;
+  return subgroups * 8 + 8 + 12 + TOPK_BINS * 4 + subgroups * 8;
 }
 
 // The candidates topk_row stages in shared memory (33 words per 32):

@@ -24,21 +24,21 @@ uint orderable(float f) {
   return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
 }
 
-// Workgroup-wide exclusive prefix sum of four counts at once: each subgroup
+// Workgroup-wide exclusive prefix sum of two counts at once: each subgroup
 // scans its own, then the first subgroup scans the subgroups' sums. Call from
 // uniform control flow. `total` is the sum over every invocation.
-shared uvec4 subgroup_sums[SUBGROUPS];
-shared uvec4 scan_total;
-uvec4 exclusive_scan(uvec4 value, out uvec4 total) {
-  const uvec4 inclusive = subgroupInclusiveAdd(value);
+shared uvec2 subgroup_sums[SUBGROUPS];
+shared uvec2 scan_total;
+uvec2 exclusive_scan(uvec2 value, out uvec2 total) {
+  const uvec2 inclusive = subgroupInclusiveAdd(value);
   if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) subgroup_sums[gl_SubgroupID] = inclusive;
   barrier();
   if (gl_SubgroupID == 0u) {
-    uvec4 carry = uvec4(0);
+    uvec2 carry = uvec2(0);
     for (uint first = 0u; first < gl_NumSubgroups; first += gl_SubgroupSize) {
       const uint s = first + gl_SubgroupInvocationID;
-      const uvec4 sum = s < gl_NumSubgroups ? subgroup_sums[s] : uvec4(0);
-      const uvec4 before = subgroupExclusiveAdd(sum);
+      const uvec2 sum = s < gl_NumSubgroups ? subgroup_sums[s] : uvec2(0);
+      const uvec2 before = subgroupExclusiveAdd(sum);
       if (s < gl_NumSubgroups) subgroup_sums[s] = carry + before;
       carry += subgroupAdd(sum);
     }
@@ -46,7 +46,7 @@ uvec4 exclusive_scan(uvec4 value, out uvec4 total) {
   }
   barrier();
   total = scan_total;
-  const uvec4 before = subgroup_sums[gl_SubgroupID] + inclusive - value;
+  const uvec2 before = subgroup_sums[gl_SubgroupID] + inclusive - value;
   barrier();
   return before;
 }
@@ -71,8 +71,8 @@ uvec3 choose_bin(uint remaining) {
     counts[j] = histogram[TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j)];
     own += counts[j];
   }
-  uvec4 total;
-  uint above = exclusive_scan(uvec4(own, 0u, 0u, 0u), total).x;
+  uvec2 total;
+  uint above = exclusive_scan(uvec2(own, 0u), total).x;
   [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) {
     if (above < remaining && above + counts[j] >= remaining)
       chosen_bin = uvec3(TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j), above, counts[j]);
@@ -101,31 +101,30 @@ void clear_histogram() {
 }
 
 #ifdef TOPK_CANDIDATES
+// The largest of `value` over the workgroup. Call from uniform control flow.
+shared uvec2 subgroup_maxima[SUBGROUPS];
+uvec2 workgroup_max(uvec2 value) {
+  value = subgroupMax(value);
+  if (gl_SubgroupInvocationID == 0u) subgroup_maxima[gl_SubgroupID] = value;
+  barrier();
+  for (uint s = 0u; s < gl_NumSubgroups; ++s) value = max(value, subgroup_maxima[s]);
+  barrier();
+  return value;
+}
+
 // Finishes a radix select among `count` staged candidates that hold the k
-// largest: the digits start below the bits that all candidates still holding
-// the prefix share (above the highest bit where the largest and smallest of
-// them differ), so that keys of one sign and size spread over the bins instead
-// of piling onto a few; at most three levels.
-shared uvec2 subgroup_extremes[SUBGROUPS];
-Select select_staged(uint count, Select select) {
-  const uint tid = gl_LocalInvocationIndex;
-  uvec2 extremes = uvec2(0u);  // the largest key, and the complement of the smallest
-  for (uint i = tid; i < count; i += WORKGROUP) {
-    const uint key = candidate_key(i);
-    if ((key & select.mask) == select.prefix) extremes = max(extremes, uvec2(key, ~key));
-  }
-  extremes = subgroupMax(extremes);
-  if (gl_SubgroupInvocationID == 0u) subgroup_extremes[gl_SubgroupID] = extremes;
-  barrier();
-  for (uint s = 0u; s < gl_NumSubgroups; ++s) extremes = max(extremes, subgroup_extremes[s]);
-  barrier();
+// largest, given `extremes` (the largest key and the complement of the
+// smallest) of those that hold the prefix: the digits start below the bits
+// that all of them share, so that keys of one sign and size spread over the
+// bins instead of piling onto a few; at most three levels.
+Select select_within(uint count, Select select, uvec2 extremes) {
   int top = findMSB(extremes.x ^ ~extremes.y);  // -1: they are all equal
   select.mask = top < 0 ? 0xffffffffu : top == 31 ? 0u : ~((2u << uint(top)) - 1u);
   select.prefix = extremes.x & select.mask;
   while (top >= 0) {
     const uint shift = uint(max(top - 10, 0)), digit_mask = (2u << (uint(top) - shift)) - 1u;
     clear_histogram();
-    for (uint i = tid; i < count; i += WORKGROUP) {
+    for (uint i = gl_LocalInvocationIndex; i < count; i += WORKGROUP) {
       const uint key = candidate_key(i);
       if ((key & select.mask) == select.prefix) atomicAdd(histogram[(key >> shift) & digit_mask], 1u);
     }
@@ -134,6 +133,15 @@ Select select_staged(uint count, Select select) {
     top = int(shift) - 1;
   }
   return select;
+}
+
+Select select_staged(uint count, Select select) {
+  uvec2 extremes = uvec2(0u);
+  for (uint i = gl_LocalInvocationIndex; i < count; i += WORKGROUP) {
+    const uint key = candidate_key(i);
+    if ((key & select.mask) == select.prefix) extremes = max(extremes, uvec2(key, ~key));
+  }
+  return select_within(count, select, workgroup_max(extremes));
 }
 
 // Keys above and equal to T among staged candidates [first, end).
@@ -165,8 +173,8 @@ void write_range(uint row, uint first, uint end, uint threshold, uint remaining,
 void write_staged(uint row, uint count, uint threshold, uint remaining) {
   const uint segment = (count + WORKGROUP - 1u) / WORKGROUP;
   const uint first = min(gl_LocalInvocationIndex * segment, count), end = min(first + segment, count);
-  uvec4 total;
-  const uvec2 earlier = exclusive_scan(uvec4(count_range(first, end, threshold), 0u, 0u), total).xy;
+  uvec2 total;
+  const uvec2 earlier = exclusive_scan(count_range(first, end, threshold), total);
   write_range(row, first, end, threshold, remaining, earlier);
 }
 

@@ -42,8 +42,8 @@ shared uvec2 slice_places[TOPK_MAX_SLICES];  // (first slot in `gathered`, first
 void copy_gathered(uint row, uint row_start, uint count) {
   const uint tid = gl_LocalInvocationIndex;
   const uvec2 own = tid < pc.slices ? slice_table[row * pc.slices + tid] : uvec2(0u);
-  uvec4 total;
-  const uint first = exclusive_scan(uvec4(own.y, 0u, 0u, 0u), total).x;
+  uvec2 total;
+  const uint first = exclusive_scan(uvec2(own.y, 0u), total).x;
   if (tid < pc.slices) slice_places[tid] = uvec2(own.x, first);
   barrier();
   for (uint i = tid; i < count; i += WORKGROUP) {
@@ -115,8 +115,8 @@ void write_streamed(uint row, uint row_start, uvec2 vectors, uint threshold, uin
         const uint key = tile_key(tile, e, c);
         if (tile_has(tile, e, c)) own += uvec2(key > threshold ? 1u : 0u, key == threshold ? 1u : 0u);
       }
-      uvec4 total;
-      const uvec2 before = earlier + exclusive_scan(uvec4(own, 0u, 0u), total).xy;
+      uvec2 total;
+      const uvec2 before = earlier + exclusive_scan(own, total);
       uint equal_rank = before.y, slot = before.x + min(before.y, remaining);
       [[unroll]] for (uint c = 0u; c < 4u; ++c) {
         const uint key = tile_key(tile, e, c);
@@ -124,7 +124,7 @@ void write_streamed(uint row, uint row_start, uvec2 vectors, uint threshold, uin
         if (tile_has(tile, e, c) && key == threshold) take = equal_rank++ < remaining;
         if (take) indices[row * pc.out_stride + slot++] = int(row_index(row_start, first, e, c));
       }
-      earlier += total.xy;
+      earlier += total;
     }
   }
 }

@@ -36,17 +36,18 @@ void main() {
   const uint tid = gl_LocalInvocationIndex, row = gl_WorkGroupID.y;
   if (!write_padding_and_trivial_rows(row)) return;
   // Loads past the row are clamped to its last candidate, so that none is
-  // conditional.
+  // conditional; that key repeated is harmless to the extremes.
+  uvec2 extremes = uvec2(0u);  // the row's largest key, and the complement of its smallest
   for (uint first = 0u; first < pc.n; first += PER_INVOCATION * WORKGROUP) {
     float values[PER_INVOCATION];
     [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e)
       values[e] = scores[row * pc.row_stride + min(first + e * WORKGROUP + tid, pc.n - 1u)];
     [[unroll]] for (uint e = 0u; e < PER_INVOCATION; ++e) {
-      const uint i = first + e * WORKGROUP + tid;
-      if (i < pc.n) row_keys[staged(i)] = orderable(values[e]);
+      const uint i = first + e * WORKGROUP + tid, key = orderable(values[e]);
+      if (i < pc.n) row_keys[staged(i)] = key;
+      extremes = max(extremes, uvec2(key, ~key));
     }
   }
-  barrier();
-  const Select select = select_staged(pc.n, Select(0u, 0u, pc.k));
+  const Select select = select_within(pc.n, Select(0u, 0u, pc.k), workgroup_max(extremes));
   write_staged(row, pc.n, select.prefix, select.remaining);
 }

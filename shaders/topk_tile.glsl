@@ -5,7 +5,7 @@
 // only their components inside it (engine buffers are whole vec4s long,
 // vk::Buffer). Keys are made from the values where they are used: a tile of
 // keys kept across a scan spilled registers.
-const uint VECTORS = TOPK_VECTORS;
+const uint VECTORS = TOPK_VECTORS;  // at most 4: tile_positions packs their counts in two words
 const uint TILE_VECTORS = VECTORS * WORKGROUP;
 
 struct Tile {
@@ -47,10 +47,10 @@ uint row_index(uint row_start, uint first, uint e, uint c) {
 // invocation, and the tile's total. One scan of each invocation's counts per
 // vector, two 16-bit fields a word (a tile holds at most 64k keys).
 uint tile_positions(uint take, out uint positions[VECTORS]) {
-  uvec4 counts = uvec4(0u);
+  uvec2 counts = uvec2(0u);
   [[unroll]] for (uint e = 0u; e < VECTORS; ++e) counts[e / 2u] |= bitCount((take >> (4u * e)) & 15u) << (16u * (e % 2u));
-  uvec4 totals;
-  const uvec4 before = exclusive_scan(counts, totals);
+  uvec2 totals;
+  const uvec2 before = exclusive_scan(counts, totals);
   uint vector_first = 0u;
   [[unroll]] for (uint e = 0u; e < VECTORS; ++e) {
     positions[e] = vector_first + ((before[e / 2u] >> (16u * (e % 2u))) & 0xffffu);
