@@ -5,4 +5,12 @@
 // Stands in for -infinity (masked scores, empty rows): exp2 of it is 0 and
 // LOWEST_FLOAT - LOWEST_FLOAT is 0, where -inf - -inf would be NaN.
 const float LOWEST_FLOAT = -3.402823466e38;
+
+// The high part of an fp32 value split as hi + lo for fp16 products: x with its
+// low 13 mantissa bits cleared, exact in fp16 within fp16's normal range, so
+// that lo = x - hi is exact in fp32 and fp16(lo) keeps about 22 bits of x in
+// all. Done on the bits: on the H100, hi taken as unpackHalf2x16(packHalf2x16(x))
+// gave scores no better than fp16(x) alone, as if the round trip were folded
+// to x and lo were zero (docs/perf.md, session 9).
+float fp16_high_part(float x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffffe000u); }
 #endif

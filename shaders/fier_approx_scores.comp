@@ -17,7 +17,7 @@ layout(local_size_x = 128) in;
 layout(push_constant) uniform FierScoresPush { FIER_SCORES_FIELDS } pc;
 
 #include "head_query.glsl"
-layout(std430, binding = 1) readonly buffer LowHigh { uint low_high[]; };     // [G, n_blocks, d]
+layout(std430, binding = 1) readonly buffer LowHigh { uvec4 low_high[]; };    // [G, n_blocks, d] (lo, hi) fp16 pairs
 layout(std430, binding = 2) readonly buffer Bits { uint bits[]; };            // [G, T, d / 32]
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };      // [rows, row_stride]
 
@@ -46,11 +46,14 @@ void main() {
     if (valid) {
       for (uint word = 0u; word < words; ++word) {
         uint packed = bits[(kv_head * pc.n_tokens + token) * words + word];
-        [[unroll]] for (uint b = 0u; b < 32u; ++b) {
-          uint channel = word * 32u + b;
-          vec2 lo_hi = unpackHalf2x16(low_high[(kv_head * pc.n_blocks + block) * HEAD_DIM + channel]);
-          float k = (packed & (1u << b)) != 0u ? lo_hi.y : lo_hi.x;
-          score += group_query[channel] * k;
+        [[unroll]] for (uint b = 0u; b < 32u; b += 4u) {
+          const uint channel = word * 32u + b;
+          const uvec4 bounds = low_high[((kv_head * pc.n_blocks + block) * HEAD_DIM + channel) / 4u];  // 4 channels a load
+          [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+            const vec2 lo_hi = unpackHalf2x16(bounds[e]);
+            const float k = (packed & (1u << (b + e))) != 0u ? lo_hi.y : lo_hi.x;
+            score += group_query[channel + e] * k;
+          }
         }
       }
     }

@@ -71,7 +71,9 @@ void main() {
         uint channel = word * 32u + part * 8u + c;
         float value = c < 4u ? lo[c] : hi[c - 4u];
         float range = high[channel] - low[channel];
-        if (range > 0.0 && (value - low[channel]) / range >= 0.5) packed |= 1u << (part * 8u + c);
+        // (k - lo) / range >= 0.5 without the division, which a fast divide may round
+        // below 0.5 where k sits exactly halfway (common in fp16 keys)
+        if (range > 0.0 && 2.0 * (value - low[channel]) >= range) packed |= 1u << (part * 8u + c);
       }
     }
     bits[(kv_head * pc.n_tokens + j) * words + word] = packed;

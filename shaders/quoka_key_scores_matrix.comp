@@ -8,7 +8,7 @@
 // held in registers they took 150 registers against 103, a resident
 // workgroup fewer per SM (72 against 60 µs at 32k, docs/perf.md). The
 // aggregates are fp32; each enters the fp16 products as hi + lo (hi =
-// fp16(a), lo = fp16(a - hi)), two products into one fp32 accumulator, so a
+// fp16_high_part(a), lo = fp16(a - hi)), two products into one fp32 accumulator, so a
 // score keeps about 22 bits of the aggregate instead of fp16's 11 (METHODS.md:
 // fp16 inputs, fp32 accumulation). The scalar kernel was bound by its FMAs
 // (16 aggregates x 128 channels per key); here the latency between a tile's
@@ -78,10 +78,9 @@ void main() {
       x0 = vec4(aggregates[e], aggregates[e + 1u], aggregates[e + 2u], aggregates[e + 3u]);
       x1 = vec4(aggregates[e + 4u], aggregates[e + 5u], aggregates[e + 6u], aggregates[e + 7u]);
     }
-    const uvec4 hi = pack8(x0, x1);
-    vec4 hi0, hi1;
-    unpack8(hi, uvec4(0), hi0, hi1);
-    aggregate_hi[a * ROW_PIECES + i % CHUNKS] = hi;
+    const vec4 hi0 = vec4(fp16_high_part(x0.x), fp16_high_part(x0.y), fp16_high_part(x0.z), fp16_high_part(x0.w));
+    const vec4 hi1 = vec4(fp16_high_part(x1.x), fp16_high_part(x1.y), fp16_high_part(x1.z), fp16_high_part(x1.w));
+    aggregate_hi[a * ROW_PIECES + i % CHUNKS] = pack8(hi0, hi1);
     aggregate_lo[a * ROW_PIECES + i % CHUNKS] = pack8(x0 - hi0, x1 - hi1);
   }
   barrier();

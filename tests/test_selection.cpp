@@ -7,6 +7,7 @@
 #include <random>
 
 #include "evaluator.h"
+#include "inspector.h"
 #include "random_capture.h"
 #include "temp_files.h"
 #include "methods/fier_keys.h"
@@ -231,6 +232,81 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, MetricsTest, ::testing::Values(Mode::decode, Mode::prefill),
                          [](const auto& info) { return std::string(mode_name(info.param)); });
+
+// The scores behind a selection against float64, for the methods whose scores
+// come from more than one kernel: Fier (its quantised keys and approximate
+// q . k) and QuoKA (on a device with tensor cores, fp16 chunks of at most 16
+// aggregates take quoka_key_scores_matrix, the rest quoka_key_scores). Each
+// case scores a long block and then a shorter one with other queries, so a
+// kernel that left the first block's scores would fail the second.
+struct ScoresCase {
+  std::string name;
+  std::string method;
+  AttentionShape shape;
+  DType dtype;
+  Mode mode;
+  MethodOptions options;
+};
+
+MethodOptions fier_options(uint32_t group_size, HeadAggregate aggregate) {
+  MethodOptions o;
+  o.group_size = group_size;
+  o.gqa_agg = aggregate;
+  return o;
+}
+
+MethodOptions quoka_options(bool max) {
+  MethodOptions o;
+  o.n_q = 8;
+  o.quoka_max = max;
+  return o;
+}
+
+class ScoresTest : public test::GpuTest, public ::testing::WithParamInterface<ScoresCase> {};
+
+TEST_P(ScoresTest, MatchFloat64) {
+  const ScoresCase& c = GetParam();
+  const uint32_t chunk = 48;
+  Capture capture(random_capture("scores_" + c.name, c.shape, c.dtype));
+  Inspector inspector(test::device(), capture, 0, c.mode, chunk);
+  const reference::HostLayer host = reference::host_layer(capture, capture.layer(0));
+  const std::vector<Block> blocks = blocks_with_candidates(c.mode, c.shape.tokens, 40, chunk);
+  size_t rows_compared = 0;
+  for (const Block& block : {blocks.back(), blocks.front()}) {
+    const Inspection got = inspector.inspect(block, c.method, c.options, 16);
+    std::vector<std::vector<double>> want;
+    std::vector<double> query_gaps;  // QuoKA: rows whose kept queries float32 may pick otherwise are left out
+    if (c.method == "fier") want = reference::fier_scores(host, c.options, block);
+    if (c.method == "quoka") {
+      for (uint32_t g = 0; g < c.shape.kv_heads; ++g) want.push_back(reference::quoka_scores(host, c.options, block, g));
+      query_gaps = reference::quoka_decision_gaps(host, c.options, block, UINT32_MAX);
+    }
+    ASSERT_EQ(got.score_layout.rows, want.size());
+    for (size_t r = 0; r < want.size(); ++r) {
+      if (!query_gaps.empty() && query_gaps[r] < 1e-5) continue;
+      ++rows_compared;
+      double largest = 1.0;
+      for (double x : want[r]) largest = std::max(largest, std::abs(x));
+      for (size_t j = 0; j < want[r].size(); ++j)
+        ASSERT_NEAR(got.method_scores[r * got.score_layout.stride + j], want[r][j], 2e-5 * largest)
+            << "block at " << block.first_query << ", row " << r << ", token " << j;
+    }
+  }
+  EXPECT_GT(rows_compared, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, ScoresTest,
+    ::testing::Values(
+        ScoresCase{"fier_group4", "fier", {8, 2, 301, 64}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
+        ScoresCase{"fier_group8_max", "fier", {16, 2, 333, 128}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::max)},
+        ScoresCase{"fier_group6_mean_prefill", "fier", {12, 2, 290, 64}, DType::f16, Mode::prefill,
+                   fier_options(64, HeadAggregate::mean)},
+        ScoresCase{"fier_mha_prefill", "fier", {4, 4, 263, 128}, DType::f16, Mode::prefill, fier_options(48, HeadAggregate::head)},
+        ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
+        ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
+        ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)}),
+    [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
 
 // Per-cache metadata updated after an append equals metadata built at once.
 class MetadataTest : public test::GpuTest {};

@@ -132,55 +132,6 @@ Vector mean_cosines(const HostLayer& l, uint32_t head, const Block& block) {
   return cosine;
 }
 
-// QuoKA's key scores for KV head g (steps 1-4 of METHODS.md).
-Vector quoka_scores(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t g) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
-  const uint32_t keep = std::min(block.n_queries, o.n_q);
-  // Step 1 and 2: each head's kept queries, normalised, in rank order.
-  std::vector<std::vector<Vector>> kept;
-  for (uint32_t h = g * l.shape.group(); h < (g + 1) * l.shape.group(); ++h) {
-    std::vector<uint32_t> order(block.n_queries);
-    std::iota(order.begin(), order.end(), 0u);
-    if (block.n_queries > o.n_q) {
-      const Vector cosine = mean_cosines(l, h, block);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cosine[a] < cosine[b]; });
-    }
-    kept.emplace_back();
-    for (uint32_t r = 0; r < keep; ++r) {
-      Vector q = widen(row(l.q, h, T, block.first_query + order[r], d), d);
-      const double q_norm = norm(q);
-      for (double& x : q) x = q_norm > 0 ? x / q_norm : 0.0;
-      kept.back().push_back(q);
-    }
-  }
-  // Step 3: aggregate over the group.
-  std::vector<Vector> aggregates;
-  if (o.quoka_max) {
-    for (const auto& head : kept) aggregates.insert(aggregates.end(), head.begin(), head.end());
-  } else {
-    for (uint32_t r = 0; r < keep; ++r) {
-      Vector a(d, 0.0);
-      for (const auto& head : kept)
-        for (uint32_t c = 0; c < d; ++c) a[c] += head[r][c] / kept.size();
-      aggregates.push_back(a);
-    }
-  }
-  // Step 4: max cosine-style score against each normalised key.
-  Vector scores(n);
-  for (uint32_t j = 0; j < n; ++j) {
-    Vector key = widen(row(l.k, g, T, j, d), d);
-    const double k_norm = norm(key);
-    double best = -INFINITY;
-    for (const Vector& a : aggregates) {
-      double product = 0;
-      for (uint32_t c = 0; c < d; ++c) product += a[c] * key[c];
-      best = std::max(best, k_norm > 0 ? product / k_norm : 0.0);
-    }
-    scores[j] = best;
-  }
-  return scores;
-}
-
 Selection quoka(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
   Selection s;
   for (uint32_t g = 0; g < l.shape.kv_heads; ++g) s.push_back(top_k(quoka_scores(l, o, block, g), budget));
@@ -225,39 +176,8 @@ Selection quest(const HostLayer& l, const MethodOptions& o, const Block& block, 
 }
 
 Selection fier(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), gs = o.group_size;
   Selection s;
-  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
-    const uint32_t g = heads.front() / l.shape.group();
-    std::vector<Vector> queries;
-    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
-    Vector scores(n);
-    for (uint32_t b0 = 0; b0 < n; b0 += gs) {
-      const uint32_t b1 = std::min(b0 + gs, n);  // blocks cut from keys [0, n)
-      Vector high(d, -INFINITY), low(d, INFINITY);
-      for (uint32_t j = b0; j < b1; ++j)
-        for (uint32_t c = 0; c < d; ++c) {
-          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
-          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
-        }
-      for (uint32_t j = b0; j < b1; ++j) {
-        Vector dequantised(d);
-        for (uint32_t c = 0; c < d; ++c) {
-          const double x = row(l.k, g, T, j, d)[c];
-          const bool bit = high[c] > low[c] && (x - low[c]) / (high[c] - low[c]) >= 0.5;
-          dequantised[c] = bit ? high[c] : low[c];
-        }
-        Vector per_head;
-        for (const Vector& q : queries) {
-          double score = 0;
-          for (uint32_t c = 0; c < d; ++c) score += q[c] * dequantised[c];
-          per_head.push_back(score);
-        }
-        scores[j] = aggregate(per_head, o.gqa_agg);
-      }
-    }
-    s.push_back(top_k(scores, budget));
-  }
+  for (const Vector& scores : fier_scores(l, o, block)) s.push_back(top_k(scores, budget));
   return s;
 }
 
@@ -392,6 +312,90 @@ Selection keydiff(const HostLayer& l, const Block& block, uint32_t budget) {
 }
 
 }  // namespace
+
+std::vector<double> quoka_scores(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t g) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
+  const uint32_t keep = std::min(block.n_queries, o.n_q);
+  // Step 1 and 2: each head's kept queries, normalised, in rank order.
+  std::vector<std::vector<Vector>> kept;
+  for (uint32_t h = g * l.shape.group(); h < (g + 1) * l.shape.group(); ++h) {
+    std::vector<uint32_t> order(block.n_queries);
+    std::iota(order.begin(), order.end(), 0u);
+    if (block.n_queries > o.n_q) {
+      const Vector cosine = mean_cosines(l, h, block);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return cosine[a] < cosine[b]; });
+    }
+    kept.emplace_back();
+    for (uint32_t r = 0; r < keep; ++r) {
+      Vector q = widen(row(l.q, h, T, block.first_query + order[r], d), d);
+      const double q_norm = norm(q);
+      for (double& x : q) x = q_norm > 0 ? x / q_norm : 0.0;
+      kept.back().push_back(q);
+    }
+  }
+  // Step 3: aggregate over the group.
+  std::vector<Vector> aggregates;
+  if (o.quoka_max) {
+    for (const auto& head : kept) aggregates.insert(aggregates.end(), head.begin(), head.end());
+  } else {
+    for (uint32_t r = 0; r < keep; ++r) {
+      Vector a(d, 0.0);
+      for (const auto& head : kept)
+        for (uint32_t c = 0; c < d; ++c) a[c] += head[r][c] / kept.size();
+      aggregates.push_back(a);
+    }
+  }
+  // Step 4: max cosine-style score against each normalised key.
+  Vector scores(n);
+  for (uint32_t j = 0; j < n; ++j) {
+    Vector key = widen(row(l.k, g, T, j, d), d);
+    const double k_norm = norm(key);
+    double best = -INFINITY;
+    for (const Vector& a : aggregates) {
+      double product = 0;
+      for (uint32_t c = 0; c < d; ++c) product += a[c] * key[c];
+      best = std::max(best, k_norm > 0 ? product / k_norm : 0.0);
+    }
+    scores[j] = best;
+  }
+  return scores;
+}
+
+std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), gs = o.group_size;
+  std::vector<Vector> rows;
+  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
+    const uint32_t g = heads.front() / l.shape.group();
+    std::vector<Vector> queries;
+    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
+    Vector& scores = rows.emplace_back(n);
+    for (uint32_t b0 = 0; b0 < n; b0 += gs) {
+      const uint32_t b1 = std::min(b0 + gs, n);  // blocks cut from keys [0, n)
+      Vector high(d, -INFINITY), low(d, INFINITY);
+      for (uint32_t j = b0; j < b1; ++j)
+        for (uint32_t c = 0; c < d; ++c) {
+          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
+          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
+        }
+      for (uint32_t j = b0; j < b1; ++j) {
+        Vector dequantised(d);
+        for (uint32_t c = 0; c < d; ++c) {
+          const double x = row(l.k, g, T, j, d)[c];
+          const bool bit = high[c] > low[c] && (x - low[c]) / (high[c] - low[c]) >= 0.5;
+          dequantised[c] = bit ? high[c] : low[c];
+        }
+        Vector per_head;
+        for (const Vector& q : queries) {
+          double score = 0;
+          for (uint32_t c = 0; c < d; ++c) score += q[c] * dequantised[c];
+          per_head.push_back(score);
+        }
+        scores[j] = aggregate(per_head, o.gqa_agg);
+      }
+    }
+  }
+  return rows;
+}
 
 HostLayer host_layer(const Capture& capture, const CaptureLayer& layer) {
   return {layer.shape, capture.scale(layer), to_float(layer.dtype, layer.q->data), to_float(layer.dtype, layer.k->data),

@@ -26,6 +26,13 @@ Granularity granularity(const std::string& method, const MethodOptions& options,
 Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
                  uint32_t budget);
 
+// QuoKA's key scores of KV head `kv_head` (METHODS.md steps 1-4): what its top-k ranks.
+std::vector<double> quoka_scores(const HostLayer& layer, const MethodOptions& options, const Block& block, uint32_t kv_head);
+
+// Fier's approximate scores q . k_tilde of the candidates, per selection row
+// (query head, or KV head aggregated over its heads): what its top-k ranks.
+std::vector<std::vector<double>> fier_scores(const HostLayer& layer, const MethodOptions& options, const Block& block);
+
 // QuoKA decides twice per KV head: which n_q queries of each of its heads are
 // least similar to their mean, and which `budget` keys score highest. Per KV
 // head, the smallest gap between the values on either side of either cut
