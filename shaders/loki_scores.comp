@@ -1,6 +1,7 @@
 #version 460
 // Loki, per step: per query head, the approximate logits (U q) . K~_j in the
-// KV head's principal subspace, for every candidate.
+// KV head's principal subspace, for every candidate. One workgroup = 128
+// tokens of one KV head, for every query head of its group.
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -15,18 +16,37 @@ layout(std430, binding = 1) readonly buffer Basis { float basis[]; };           
 layout(std430, binding = 2) readonly buffer Projected { float projected[]; };   // [G, rank, T], channel-major: neighbouring keys, neighbouring words
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };        // [H, row_stride]
 
-shared float query[LOKI_MAX_BASIS / 8u];  // rank <= LOKI_MAX_BASIS / d, and d >= 8
+// The query heads of a KV head read the same projected keys: a workgroup
+// scores its tokens for four of them per read (one vec4 of (U q) per
+// component), as fier_approx_scores does. One workgroup per head read the
+// projected keys once per head, 4x the bytes at GQA 4, and projected its
+// query with 32 invocations walking d channels each (docs/perf.md, session 9).
+const uint HEADS_AT_ONCE = 4u;
+shared vec4 group_query[LOKI_MAX_BASIS / 8u];  // U q of heads first .. first + 3; rank <= LOKI_MAX_BASIS / d, d >= 8
+shared float head_q[HEADS_AT_ONCE * HEAD_DIM];
 
 void main() {
-  const uint head = gl_WorkGroupID.y, g = head / (pc.n_heads / pc.n_kv_heads), j = gl_GlobalInvocationID.x;
-  for (uint c = gl_LocalInvocationIndex; c < pc.rank; c += 128u) {
-    float sum = 0.0;
-    for (uint x = 0u; x < HEAD_DIM; ++x) sum += basis[(g * pc.rank + c) * HEAD_DIM + x] * head_query(head, x);
-    query[c] = sum;
+  const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads, j = gl_GlobalInvocationID.x;
+  const uint tid = gl_LocalInvocationIndex;
+  for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
+    barrier();
+    for (uint i = tid; i < HEADS_AT_ONCE * HEAD_DIM; i += 128u) {
+      const uint slot = i / HEAD_DIM;
+      head_q[i] = first + slot < group ? head_query(kv_head * group + first + slot, i % HEAD_DIM) : 0.0;
+    }
+    barrier();
+    for (uint i = tid; i < HEADS_AT_ONCE * pc.rank; i += 128u) {
+      const uint c = i / HEADS_AT_ONCE, slot = i % HEADS_AT_ONCE;
+      float sum = 0.0;
+      for (uint x = 0u; x < HEAD_DIM; ++x) sum += basis[(kv_head * pc.rank + c) * HEAD_DIM + x] * head_q[slot * HEAD_DIM + x];
+      group_query[c][slot] = sum;
+    }
+    barrier();
+    if (j < pc.n_candidates) {
+      vec4 score = vec4(0.0);
+      for (uint c = 0u; c < pc.rank; ++c) score += group_query[c] * projected[(kv_head * pc.rank + c) * pc.n_tokens + j];
+      for (uint slot = 0u; slot < HEADS_AT_ONCE && first + slot < group; ++slot)
+        scores[(kv_head * group + first + slot) * pc.row_stride + j] = score[slot];
+    }
   }
-  barrier();
-  if (j >= pc.n_candidates) return;
-  float score = 0.0;
-  for (uint c = 0u; c < pc.rank; ++c) score += query[c] * projected[(g * pc.rank + c) * pc.n_tokens + j];
-  scores[head * pc.row_stride + j] = score;
 }

@@ -65,7 +65,7 @@ class Loki final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &basis_, &projected_, &scores_}, push,
-                  ceil_div(candidates, 128), s.heads, 1, "subspace_scores");
+                  ceil_div(candidates, 128), s.kv_heads, 1, "subspace_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 
