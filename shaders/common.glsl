@@ -12,5 +12,5 @@ const float LOWEST_FLOAT = -3.402823466e38;
 // all. Done on the bits: on the H100, hi taken as unpackHalf2x16(packHalf2x16(x))
 // gave scores no better than fp16(x) alone, as if the round trip were folded
 // to x and lo were zero (docs/perf.md, session 9).
-float fp16_high_part(float x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffffe000u); }
+vec4 fp16_high_part(vec4 x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffffe000u); }
 #endif

@@ -78,8 +78,7 @@ void main() {
       x0 = vec4(aggregates[e], aggregates[e + 1u], aggregates[e + 2u], aggregates[e + 3u]);
       x1 = vec4(aggregates[e + 4u], aggregates[e + 5u], aggregates[e + 6u], aggregates[e + 7u]);
     }
-    const vec4 hi0 = vec4(fp16_high_part(x0.x), fp16_high_part(x0.y), fp16_high_part(x0.z), fp16_high_part(x0.w));
-    const vec4 hi1 = vec4(fp16_high_part(x1.x), fp16_high_part(x1.y), fp16_high_part(x1.z), fp16_high_part(x1.w));
+    const vec4 hi0 = fp16_high_part(x0), hi1 = fp16_high_part(x1);
     aggregate_hi[a * ROW_PIECES + i % CHUNKS] = pack8(hi0, hi1);
     aggregate_lo[a * ROW_PIECES + i % CHUNKS] = pack8(x0 - hi0, x1 - hi1);
   }
