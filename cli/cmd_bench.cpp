@@ -39,11 +39,13 @@ const char* const kBenchHelp =
     "(the step run with timestamps only at its ends, as a pipeline runs it). --kernel-stats also\n"
     "prints what the driver's compiler reports for each kernel (registers, spills, ...;\n"
     "VK_KHR_pipeline_executable_properties, where the device has it).\n\n"
+    "Before each step is timed the GPU reads memory flat out for two seconds: GPUs\n"
+    "lower their clocks after a few idle seconds (a step's set-up on the host),\n"
+    "and a step's short runs do not raise them again (docs/perf.md, session 10).\n"
     "Every step at every length runs in a process of its own (this program again,\n"
-    "its output read back), because on some drivers a step runs 2-4x slower on\n"
-    "device memory allocated after an earlier step's was freed (docs/perf.md);\n"
-    "--in-process times them all in this one. --skip-calibration leaves the\n"
-    "bandwidth and floors out (0), as the step processes do.\n";
+    "its output read back); --in-process times them all in this one.\n"
+    "--skip-calibration leaves the bandwidth and floors out (0), as the step\n"
+    "processes do.\n";
 
 namespace {
 

@@ -6,6 +6,7 @@
 
 #include "args.h"
 #include "capture.h"
+#include "clocks.h"
 #include "commands.h"
 #include "validation.h"
 #include "error.h"
@@ -104,6 +105,7 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
 
   std::map<std::string, std::vector<double>> samples;
   std::vector<std::string> stage_order;
+  raise_clocks(device, gpu_layer.keys);
   for (uint32_t i = 0; i < repeat; ++i) {
     pass.run();
     for (const vk::StageTime& t : pass.stage_times()) {

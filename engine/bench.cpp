@@ -9,6 +9,7 @@
 #include "../shaders/layouts.h"
 #include "attention.h"
 #include "block_step.h"
+#include "clocks.h"
 #include "error.h"
 #include "half.h"
 #include "random.h"
@@ -48,6 +49,7 @@ std::pair<double, double> measure_read_bandwidth(const vk::Device& device) {
   vk::Pass pass(device);
   layouts::StreamReadPush push{uint32_t(bytes / 16)};
   pass.dispatch(kernel, {&source, &folded}, push, 4096, 1, 1, "stream_read");
+  raise_clocks(device, source);
   std::vector<double> ms;
   for (int i = 0; i < 23; ++i) {
     pass.run();
@@ -210,10 +212,10 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::vector<std::string> order;
       std::vector<double> totals, stage_sums;
       std::vector<std::vector<double>> copy_totals(whole.size());
-      // Warm-up until the timings settle: windows of 10 runs until a window's
-      // median is within 3% of the one before (at most 2 s). Steps that follow
-      // others in one process can stay slow however long they warm up (memory
-      // allocated after frees, docs/perf.md): the CLI gives each its own process.
+      // The clocks up first (a stable median alone did not show that they were
+      // low), then warm-up until the timings settle: windows of 10 runs until a
+      // window's median is within 3% of the one before (at most 2 s).
+      raise_clocks(device, copies[0]->keys);
       const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       uint32_t warm_runs = 0;
       for (double previous = 0;;) {

@@ -7,8 +7,8 @@
 // LANES invocations (a power of two within a subgroup) own one key at a time,
 // each lane 8 channels per 16-byte load; a workgroup is KEY_GROUPS such groups.
 // Every lane issues the key and value loads of UNROLL keys before it uses any
-// (values do not depend on the scores), so enough bytes are in flight to cover
-// memory latency. Dot products are summed over the LANES lanes by xor
+// (values do not depend on the scores), and those of the next UNROLL keys
+// before it uses these, so enough bytes are in flight to cover memory latency. Dot products are summed over the LANES lanes by xor
 // shuffles, which leave every lane of a group with the same score, so each
 // lane keeps the online softmax (max, sum in log2 units) of its group and the
 // output of its own channels in registers. The groups are combined once per
@@ -33,6 +33,26 @@ const uint KEY_GROUPS = WORKGROUP / LANES;
 shared float group_max[KEY_GROUPS];
 shared float group_sum[KEY_GROUPS];
 shared float group_output[KEY_GROUPS * HEAD_DIM];
+
+// The keys (-1: none) of one pass's UNROLL slots of this lane's group, with
+// its pieces of their keys and values, raw.
+void load_slots(uint slot0, uint slot_end, uint list, uint kv_head, uint key_limit, uint group, uint lane,
+                out int key[UNROLL], out uvec4 k[UNROLL][PER_LANE][2], out uvec4 v[UNROLL][PER_LANE][2]) {
+  [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
+    const uint slot = slot0 + u * KEY_GROUPS + group;
+    key[u] = slot < slot_end ? slot_key(list, slot) : -1;
+    if (key[u] >= int(key_limit)) key[u] = -1;
+    [[unroll]] for (uint i = 0; i < PER_LANE; ++i) {
+      const uint chunk = lane + i * LANES;
+      k[u][i][0] = k[u][i][1] = v[u][i][0] = v[u][i][1] = uvec4(0);
+      if (key[u] >= 0 && chunk < CHUNKS) {
+        const uint e = (kv_head * pc.n_tokens + uint(key[u])) * HEAD_DIM + chunk * 8u;
+        load_key_raw(e, k[u][i][0], k[u][i][1]);
+        load_value_raw(e, v[u][i][0], v[u][i][1]);
+      }
+    }
+  }
+}
 
 void main() {
   const uint split = gl_WorkGroupID.x;
@@ -73,23 +93,25 @@ void main() {
     [[unroll]] for (uint i = 0; i < PER_LANE; ++i) output_[r][i][0] = output_[r][i][1] = vec4(0);
   }
 
+  // The next pass's keys and values are loaded before this pass's are used, so
+  // loads stay in flight while a pass computes (H100 dense decode: 66.8 -> 63.1
+  // us at 32k, 213 -> 197 at 128k; docs/perf.md, session 10).
+  int next_key[UNROLL];
+  uvec4 next_k[UNROLL][PER_LANE][2], next_v[UNROLL][PER_LANE][2];
+  load_slots(slot_begin, slot_end, list, kv_head, key_limit, group, lane, next_key, next_k, next_v);
   for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_GROUPS * UNROLL) {
     int key[UNROLL];
     uvec4 k[UNROLL][PER_LANE][2], v[UNROLL][PER_LANE][2];
     [[unroll]] for (uint u = 0; u < UNROLL; ++u) {
-      const uint slot = slot0 + u * KEY_GROUPS + group;
-      key[u] = slot < slot_end ? slot_key(list, slot) : -1;
-      if (key[u] >= int(key_limit)) key[u] = -1;
+      key[u] = next_key[u];
       [[unroll]] for (uint i = 0; i < PER_LANE; ++i) {
-        const uint chunk = lane + i * LANES;
-        k[u][i][0] = k[u][i][1] = v[u][i][0] = v[u][i][1] = uvec4(0);
-        if (key[u] >= 0 && chunk < CHUNKS) {
-          const uint e = (kv_head * pc.n_tokens + uint(key[u])) * HEAD_DIM + chunk * 8u;
-          load_key_raw(e, k[u][i][0], k[u][i][1]);
-          load_value_raw(e, v[u][i][0], v[u][i][1]);
-        }
+        k[u][i][0] = next_k[u][i][0];
+        k[u][i][1] = next_k[u][i][1];
+        v[u][i][0] = next_v[u][i][0];
+        v[u][i][1] = next_v[u][i][1];
       }
     }
+    load_slots(slot0 + KEY_GROUPS * UNROLL, slot_end, list, kv_head, key_limit, group, lane, next_key, next_k, next_v);
     float score[ROWS][UNROLL];
     [[unroll]] for (uint u = 0; u < UNROLL; ++u)
       [[unroll]] for (uint i = 0; i < PER_LANE; ++i) {

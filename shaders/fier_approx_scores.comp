@@ -4,6 +4,12 @@
 // and the block's fp16 (lo, hi), never dequantised keys. Per query head, or
 // aggregated (max or mean) over the group's heads. One workgroup = 128 tokens
 // of one KV head, for every query head of its group.
+//
+// The cache holds every block quantised over all T keys. A step's last block,
+// when the candidates end inside it (pc.fresh_block), is quantised over the
+// candidates only, as METHODS.md cuts keys [0, t]: here, by the workgroups
+// whose tokens it holds (fier_block.glsl), for their tokens' scores alone. The
+// cache is never changed, so no step pays a dispatch to update or restore it.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
@@ -13,6 +19,7 @@ layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
 
 #include "common.glsl"
+#include "load.glsl"
 
 layout(push_constant) uniform FierScoresPush { FIER_SCORES_FIELDS } pc;
 
@@ -20,18 +27,65 @@ layout(push_constant) uniform FierScoresPush { FIER_SCORES_FIELDS } pc;
 layout(std430, binding = 1) readonly buffer LowHigh { uvec4 low_high[]; };    // [G, n_blocks, d] (lo, hi) fp16 pairs
 layout(std430, binding = 2) readonly buffer Bits { uint bits[]; };            // [G, T, d / 32]
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };      // [rows, row_stride]
+layout(std430, binding = 4) readonly buffer Keys { uvec4 keys[]; };           // [G, T, d]: the fresh block's
+
+DEFINE_LOAD8(load_key, keys)
+#include "fier_block.glsl"
 
 // The query heads of a KV head read the same bits and (lo, hi): each
 // invocation scores its token for HEADS_AT_ONCE of them per read, their
 // queries' channel in one vec4 (one shared-memory read for four heads).
 const uint HEADS_AT_ONCE = 4u;
+const uint WORDS = HEAD_DIM / 32u;
 shared vec4 group_query[HEAD_DIM];  // channel c of heads first .. first + 3
 
+vec4 cached_scores(uint kv_head, uint token) {
+  const uint block = token / pc.group_size;
+  vec4 score = vec4(0.0);
+  for (uint word = 0u; word < WORDS; ++word) {
+    const uint packed = bits[(kv_head * pc.n_tokens + token) * WORDS + word];
+    [[unroll]] for (uint b = 0u; b < 32u; b += 4u) {
+      const uint channel = word * 32u + b;
+      const uvec4 bounds = low_high[((kv_head * pc.n_blocks + block) * HEAD_DIM + channel) / 4u];  // 4 channels a load
+      [[unroll]] for (uint e = 0u; e < 4u; ++e) {
+        const vec2 lo_hi = unpackHalf2x16(bounds[e]);
+        const float k = (packed & (1u << (b + e))) != 0u ? lo_hi.y : lo_hi.x;
+        score += group_query[channel + e] * k;
+      }
+    }
+  }
+  return score;
+}
+
+// A token of the fresh block, from the bounds in shared memory and its key.
+vec4 fresh_scores(uint row) {
+  vec4 score = vec4(0.0);
+  for (uint word = 0u; word < WORDS; ++word) {
+    const uint packed = quantize_key_word(row, word);
+    for (uint b = 0u; b < 32u; ++b) {
+      const vec2 lo_hi = unpackHalf2x16(block_pairs[word * 32u + b]);
+      score += group_query[word * 32u + b] * ((packed & (1u << b)) != 0u ? lo_hi.y : lo_hi.x);
+    }
+  }
+  return score;
+}
+
 void main() {
-  const uint kv_head = gl_WorkGroupID.y, token = gl_GlobalInvocationID.x;
-  const uint group = pc.n_heads / pc.n_kv_heads;
-  const uint block = token / pc.group_size, words = HEAD_DIM / 32u;
+  const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
+  // Tiles in reverse: the one that also quantises the fresh block starts first.
+  const uint tile_first = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * 128u;
+  const uint token = tile_first + gl_LocalInvocationIndex, head_row = kv_head * pc.n_tokens;
   const bool valid = token < pc.n_candidates;
+
+  bool fresh = false;
+  if (pc.fresh_block != FIER_NO_FRESH_BLOCK) {
+    const uint fresh_first = pc.fresh_block * pc.group_size, fresh_end = pc.n_candidates;
+    if (fresh_first < tile_first + 128u && fresh_end > tile_first) {  // uniform in the workgroup
+      quantize_block_bounds(head_row + fresh_first, head_row + fresh_end);
+      fresh = token >= fresh_first && valid;
+    }
+  }
+
   const float empty = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;
   float aggregate = empty;  // over the heads of the current row
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
@@ -42,21 +96,7 @@ void main() {
       group_query[c] = q;
     }
     barrier();
-    vec4 score = vec4(0.0);
-    if (valid) {
-      for (uint word = 0u; word < words; ++word) {
-        uint packed = bits[(kv_head * pc.n_tokens + token) * words + word];
-        [[unroll]] for (uint b = 0u; b < 32u; b += 4u) {
-          const uint channel = word * 32u + b;
-          const uvec4 bounds = low_high[((kv_head * pc.n_blocks + block) * HEAD_DIM + channel) / 4u];  // 4 channels a load
-          [[unroll]] for (uint e = 0u; e < 4u; ++e) {
-            const vec2 lo_hi = unpackHalf2x16(bounds[e]);
-            const float k = (packed & (1u << (b + e))) != 0u ? lo_hi.y : lo_hi.x;
-            score += group_query[channel + e] * k;
-          }
-        }
-      }
-    }
+    const vec4 score = fresh ? fresh_scores(head_row + token) : valid ? cached_scores(kv_head, token) : vec4(0.0);
     [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
       uint h = first + j;
       if (h >= group) break;

@@ -170,7 +170,10 @@ KV_PUSH_STRUCT(QuestExpandPush, QUEST_EXPAND_FIELDS)
   uint end_block;
 KV_PUSH_STRUCT(FierQuantizePush, FIER_QUANTIZE_FIELDS)
 
-// fier_approx_scores.comp: q . k_tilde_j from the packed bits and block (lo, hi).
+// fier_approx_scores.comp: q . k_tilde_j from the packed bits and block (lo, hi),
+// quantising the block fresh_block (the one holding the last candidate) first,
+// over the candidates; FIER_NO_FRESH_BLOCK for none.
+#define FIER_NO_FRESH_BLOCK 0xffffffffu
 #define FIER_SCORES_FIELDS \
   uint n_heads; \
   uint n_kv_heads; \
@@ -181,7 +184,8 @@ KV_PUSH_STRUCT(FierQuantizePush, FIER_QUANTIZE_FIELDS)
   uint row_stride; \
   uint heads_per_row; \
   uint aggregate; \
-  uint raw_query;  /* head_query.glsl */
+  uint raw_query;  /* head_query.glsl */ \
+  uint fresh_block;
 KV_PUSH_STRUCT(FierScoresPush, FIER_SCORES_FIELDS)
 
 // streaming_indices.comp: the first n_sink and the last budget - n_sink candidates.

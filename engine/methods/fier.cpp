@@ -19,7 +19,7 @@ class Fier final : public Method {
         rows_(head_rows(layer.shape, options.gqa_agg)),
         keys_(device, layer, options.group_size),
         mean_query_(device, layer),
-        scores_kernel_(make_layer_kernel<layouts::FierScoresPush>(device, "fier_approx_scores", fier_approx_scores_spirv, 4,
+        scores_kernel_(make_layer_kernel<layouts::FierScoresPush>(device, "fier_approx_scores", fier_approx_scores_spirv, 5,
                                                                   layer.shape, layer.dtype)),
         topk_(device),
         scores_(device, size_t(rows_.rows) * layer.shape.tokens * sizeof(float)) {
@@ -43,34 +43,25 @@ class Fier final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t candidates = block.candidates();
-    quantize_last_block(pass, candidates);
+    // METHODS.md cuts keys [0, t] into blocks: where the candidates end inside
+    // a block the cache holds longer, the scores kernel quantises it over them;
+    // the cache keeps every block over all T keys.
+    const bool partial = candidates % options_.group_size != 0 && candidates < s.tokens;
+    const uint32_t fresh_block = partial ? candidates / options_.group_size : FIER_NO_FRESH_BLOCK;
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::FierScoresPush push{s.heads, s.kv_heads, s.tokens, options_.group_size, keys_.blocks(), candidates,
-                                 s.tokens, rows_.heads_per_row, rows_.aggregate, query.raw_query};
-    pass.dispatch(scores_kernel_, {query.buffer, &keys_.low_high(), &keys_.bits(), &scores_}, push,
-                  ceil_div(candidates, 128), s.kv_heads, 1, "approx_scores");
+                                 s.tokens, rows_.heads_per_row, rows_.aggregate, query.raw_query, fresh_block};
+    pass.dispatch(scores_kernel_,
+                  {query.buffer, &keys_.low_high(), &keys_.bits(), &scores_, &layer_.keys},
+                  push, ceil_div(candidates, 128), s.kv_heads, 1, "approx_scores");
     topk_.record(pass, scores_, rows_.rows, candidates, s.tokens, budget, indices, budget);
   }
 
  private:
-  // Fier cuts keys [0, t] into blocks, so the block holding the last candidate
-  // is quantised over the candidates only, as after an append; a block left
-  // partial by an earlier step is first restored to its full extent.
-  void quantize_last_block(vk::Pass& pass, uint32_t candidates) {
-    if (candidates == 0) return;
-    const uint32_t group = options_.group_size, last_block = (candidates - 1) / group;
-    if (partial_block_ != kNone && partial_block_ != last_block)
-      keys_.record_update(pass, partial_block_ * group, std::min((partial_block_ + 1) * group, layer_.shape.tokens));
-    keys_.record_update(pass, last_block * group, candidates);
-    partial_block_ = last_block;
-  }
-
-  static constexpr uint32_t kNone = UINT32_MAX;
   const GpuLayer& layer_;
   MethodOptions options_;
   HeadRows rows_;
   FierKeys keys_;
-  uint32_t partial_block_ = kNone;
   MeanQuery mean_query_;
   vk::Kernel scores_kernel_;
   TopK topk_;
