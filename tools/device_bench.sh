@@ -6,6 +6,7 @@
 # against them (docs/perf.md, session 10).
 set -u
 O=${OUT:-/tmp}
+exec > >(tee "$O/device_bench.log") 2>&1  # the whole log: the device tool returns only its tail
 . "$(dirname "$0")/device_env.sh"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv,noheader -lms 50 \
   > "$O/smi.csv" 2>/dev/null &
