@@ -1,5 +1,7 @@
 #include "topk.h"
 
+#include <stdexcept>
+
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
 #include "topk_finish.spv.h"
@@ -64,6 +66,14 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
   if (buffer.bytes()) outgrown_.push_back(std::move(buffer));
   buffer = vk::Buffer(*device_, bytes);
   return true;
+}
+
+void TopK::record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride,
+                        uint32_t k, uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices,
+                        uint32_t out_stride, const std::string& stage) {
+  if (n > row_capacity_ || page_size == 0) throw std::logic_error("TopK::record_pages: rows of pages topk_row cannot take");
+  const layouts::TopKPush push{n, k, row_stride, out_stride, 0, page_size, n_tokens};
+  pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
 }
 
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,

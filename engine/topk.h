@@ -24,6 +24,15 @@ class TopK {
   explicit TopK(const vk::Device& device);
   void record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
               const vk::Buffer& indices, uint32_t out_stride, const std::string& stage = "topk");
+  // Quest's selection as tokens in one dispatch (rows of at most row_capacity()
+  // pages): per row, the k best of n page scores, written as those pages'
+  // page_size tokens, then the tokens of the page holding the last of n_tokens
+  // (the n pages are the ones before it), -1 padded to out_stride; every
+  // token when n_tokens <= out_stride. quest_expand.comp writes the same list
+  // from record()'s pages for longer rows.
+  void record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
+                    uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices, uint32_t out_stride,
+                    const std::string& stage = "topk");
   uint32_t row_capacity() const { return row_capacity_; }
   // The most keys topk_finish selects among in shared memory.
   uint32_t staged_capacity() const { return staged_capacity_; }

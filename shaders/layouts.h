@@ -65,7 +65,11 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
   uint k;           \
   uint row_stride;  /* scores per row in the buffer */ \
   uint out_stride;  /* indices per row in the output */ \
-  uint slices;      /* topk_histogram / topk_gather workgroups per row; 0: none ran */
+  uint slices;      /* topk_histogram / topk_gather workgroups per row; 0: none ran */ \
+  /* topk_row only: candidates are pages of page_size tokens (0: not pages), */ \
+  /* written as Quest's token list over n_tokens tokens (quest_expand.comp) */ \
+  uint page_size;   \
+  uint n_tokens;
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
 // A long row's select state, TOPK_STATE_WORDS uint words per row: the level-0
 // window (its first key and log2 of its bins' width), how many keys

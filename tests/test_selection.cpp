@@ -45,6 +45,7 @@ MethodOptions options_of(const MethodCase& c) {
   if (c.variant == "r4") o.loki_r = 4;
   if (c.variant == "g16") o.group_size = 16;  // Fier: 8 blocks a workgroup, terms built in two passes
   if (c.variant == "g48") o.group_size = 48;  // blocks that straddle workgroups
+  if (c.variant == "p2") o.page_size = 2;     // Quest: more pages than topk_row takes
   return o;
 }
 
@@ -121,6 +122,10 @@ const AttentionShape kGroupOf6{12, 2, 290, 64};  // Fier and Loki score 4 heads 
 // QuoKA's tensor-core key scores run 128 workgroups per KV head here (256 in
 // all) over tiles of 64 keys: 9,000 keys give some workgroups two tiles.
 const AttentionShape kLongGqa{8, 2, 9000, 64};
+// With pages of 2, Quest's later steps rank more pages than topk_row takes
+// (8192, fewer where shared memory is smaller): the top-k of long rows, then
+// quest_expand; earlier steps, fewer pages, take topk_row's page writer.
+const AttentionShape kManyPages{4, 2, 16500, 32};
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -142,6 +147,7 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGroupOf6, DType::f16, 50, "mean"});
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
+    cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p2"});
     cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});
     cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "g48"});
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});

@@ -52,15 +52,22 @@ class Quest final : public Method {
     const uint32_t candidates = block.candidates(), page_size = options_.page_size;
     const uint32_t scored_pages = candidates ? (candidates - 1) / page_size : 0;  // pages before the last one
     const uint32_t kept = budget / page_size > 1 ? budget / page_size - 1 : 0;
-    const vk::Buffer& kept_pages = kept_pages_buffer(std::max<uint32_t>(kept, 1));
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::PageScoresPush push{s.heads, s.kv_heads, pages_.pages(), scored_pages, pages_.pages(), rows_.heads_per_row,
                                  rows_.aggregate, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 128),
                   rows_.rows, 1, "page_scores");
+    // Rows that topk_row takes write the tokens themselves, one dispatch less
+    // (H100 Quest decode 50.3 -> 46.2 us at 32k; docs/perf.md, session 10);
+    // longer rows are expanded from their pages.
+    if (scored_pages <= topk_.row_capacity()) {
+      topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
+                         list_width(budget));
+      return;
+    }
+    const vk::Buffer& kept_pages = kept_pages_buffer(std::max<uint32_t>(kept, 1));
     topk_.record(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, kept_pages, std::max<uint32_t>(kept, 1));
     layouts::QuestExpandPush expand{std::max<uint32_t>(kept, 1), page_size, candidates, list_width(budget)};
-    if (candidates == 0) expand.n_candidates = 0;
     pass.dispatch(expand_kernel_, {&kept_pages, &indices}, expand, rows_.rows, 1, 1, "expand_pages");
   }
 
