@@ -68,25 +68,29 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
   return true;
 }
 
+void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
+                  const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0}, indices, stage);
+}
+
 void TopK::record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride,
                         uint32_t k, uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices,
                         uint32_t out_stride, const std::string& stage) {
-  if (n > row_capacity_ || page_size == 0) throw std::logic_error("TopK::record_pages: rows of pages topk_row cannot take");
-  const layouts::TopKPush push{n, k, row_stride, out_stride, 0, page_size, n_tokens};
-  pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
+  if (page_size == 0) throw std::logic_error("TopK::record_pages: pages of no tokens");
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens}, indices, stage);
 }
 
-void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
-                  const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
+void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, layouts::TopKPush push,
+                       const vk::Buffer& indices, const std::string& stage) {
+  const uint32_t n = push.n;
   if (n <= row_capacity_) {
-    const layouts::TopKPush push{n, k, row_stride, out_stride, 0};
     pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
     return;
   }
   // A row spans at most n / 4 + 2 aligned vec4s, whatever its start.
   const uint32_t slices = ceil_div(n / 4 + 2, TOPK_SLICE / 4);
   const bool sliced = n > kFinishAloneMax && slices <= TOPK_MAX_SLICES;
-  const layouts::TopKPush push{n, k, row_stride, out_stride, sliced ? slices : 0};
+  push.slices = sliced ? slices : 0;
   if (grow(select_state_, VkDeviceSize(rows) * TOPK_STATE_WORDS * 4)) select_state_.fill(0);
   grow(gathered_, VkDeviceSize(rows) * staged_capacity_ * 8);
   grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(push.slices, 1) * 8);

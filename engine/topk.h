@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "../shaders/layouts.h"
 #include "vk/buffer.h"
 #include "vk/kernel.h"
 #include "vk/pass.h"
@@ -24,12 +25,11 @@ class TopK {
   explicit TopK(const vk::Device& device);
   void record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
               const vk::Buffer& indices, uint32_t out_stride, const std::string& stage = "topk");
-  // Quest's selection as tokens in one dispatch (rows of at most row_capacity()
-  // pages): per row, the k best of n page scores, written as those pages'
-  // page_size tokens, then the tokens of the page holding the last of n_tokens
-  // (the n pages are the ones before it), -1 padded to out_stride; every
-  // token when n_tokens <= out_stride. quest_expand.comp writes the same list
-  // from record()'s pages for longer rows.
+  // Quest's selection as tokens: per row, the k best of n page scores, written
+  // as those pages' page_size tokens, then the tokens of the page holding the
+  // last of n_tokens (the n pages are the ones before it), -1 padded to
+  // out_stride; every token when n_tokens <= out_stride. The same kernels as
+  // record(); only their writes differ.
   void record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                     uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices, uint32_t out_stride,
                     const std::string& stage = "topk");
@@ -38,6 +38,8 @@ class TopK {
   uint32_t staged_capacity() const { return staged_capacity_; }
 
  private:
+  void record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, layouts::TopKPush push,
+                   const vk::Buffer& indices, const std::string& stage);
   // Replaces `buffer` with one of `bytes` when it is smaller; true if it did.
   bool grow(vk::Buffer& buffer, VkDeviceSize bytes);
 

@@ -66,8 +66,8 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
   uint row_stride;  /* scores per row in the buffer */ \
   uint out_stride;  /* indices per row in the output */ \
   uint slices;      /* topk_histogram / topk_gather workgroups per row; 0: none ran */ \
-  /* topk_row only: candidates are pages of page_size tokens (0: not pages), */ \
-  /* written as Quest's token list over n_tokens tokens (quest_expand.comp) */ \
+  /* candidates are pages of page_size tokens (0: not pages), written as */ \
+  /* Quest's token list over n_tokens tokens (TopK::record_pages) */ \
   uint page_size;   \
   uint n_tokens;
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
@@ -152,15 +152,6 @@ KV_PUSH_STRUCT(PageMinMaxPush, PAGE_MINMAX_FIELDS)
   uint aggregate; \
   uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(PageScoresPush, PAGE_SCORES_FIELDS)
-
-// quest_expand.comp: kept pages (ascending, -1 padded) plus the always-kept last
-// page -> token indices (ascending, -1 padded), or every candidate when they fit the budget.
-#define QUEST_EXPAND_FIELDS \
-  uint pages_stride;  /* kept-page slots per row */ \
-  uint page_size; \
-  uint n_candidates;  /* tokens [0, n_candidates) */ \
-  uint budget;        /* output indices per row */
-KV_PUSH_STRUCT(QuestExpandPush, QUEST_EXPAND_FIELDS)
 
 // fier_quantize_keys.comp: per KV head and token block in [first_block, end_block) of
 // group_size tokens: fp16 (lo, hi) per channel and one bit per token and channel.

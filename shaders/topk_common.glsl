@@ -100,7 +100,26 @@ void clear_histogram() {
   barrier();
 }
 
+// Whether the row has a selection to make: false when n <= k (every index),
+// k == 0, or when the candidates are pages (pc.page_size != 0) and every token
+// fits the row. Every top-k kernel returns early on the same rows, so none
+// leaves a long row's select state behind.
+bool row_has_selection() {
+  return pc.n > pc.k && pc.k > 0u && (pc.page_size == 0u || pc.n_tokens > pc.out_stride);
+}
+
 #ifdef TOPK_CANDIDATES
+// Writes the index-th candidate as the slot-th of the row's selection: the
+// index itself, or, for pages, the page's page_size tokens.
+void write_selected(uint row, uint slot, uint index) {
+  if (pc.page_size == 0u) {
+    indices[row * pc.out_stride + slot] = int(index);
+    return;
+  }
+  for (uint t = 0u; t < pc.page_size; ++t)
+    indices[row * pc.out_stride + slot * pc.page_size + t] = int(index * pc.page_size + t);
+}
+
 // The largest of `value` over the workgroup. Call from uniform control flow.
 shared uvec2 subgroup_maxima[SUBGROUPS];
 uvec2 workgroup_max(uvec2 value) {
@@ -156,22 +175,14 @@ uvec2 count_range(uint first, uint end, uint threshold) {
 
 // Writes the selected indices among staged candidates [first, end), given
 // `earlier`: the keys above and equal to T before `first`. Keys equal to T are
-// taken while fewer than `remaining` came before. A selected page
-// (pc.page_size != 0) is written as its page_size tokens.
+// taken while fewer than `remaining` came before.
 void write_range(uint row, uint first, uint end, uint threshold, uint remaining, uvec2 earlier) {
   uint equal_rank = earlier.y, slot = earlier.x + min(earlier.y, remaining);
   for (uint i = first; i < end; ++i) {
     uint key = candidate_key(i);
     bool take = key > threshold;
     if (key == threshold) take = equal_rank++ < remaining;
-    if (!take) continue;
-    if (pc.page_size == 0u) {
-      indices[row * pc.out_stride + slot] = int(candidate_index(i));
-    } else {
-      for (uint t = 0u; t < pc.page_size; ++t)
-        indices[row * pc.out_stride + slot * pc.page_size + t] = int(candidate_index(i) * pc.page_size + t);
-    }
-    ++slot;
+    if (take) write_selected(row, slot++, candidate_index(i));
   }
 }
 
@@ -189,25 +200,25 @@ void write_staged(uint row, uint count, uint threshold, uint remaining) {
 // The -1 padding after the k indices, and every index when n <= k; false when
 // nothing is left to select. Call before anything else.
 //
-// Pages (pc.page_size != 0, topk_row) become Quest's token list, as
-// quest_expand.comp writes it: the k pages' tokens (placed by write_range),
-// then those of the page holding the last token, then -1; or every token when
-// they fit the row. Pages 0..n-1 are the ones before that last page.
+// Pages (pc.page_size != 0) become Quest's token list: the k pages' tokens
+// (placed by write_selected), then those of the page holding the last token,
+// then -1; or every token when they fit the row. Pages 0..n-1 are the ones
+// before that last page.
 bool write_padding_and_trivial_rows(uint row) {
   const uint k = min(pc.k, pc.n), tid = gl_LocalInvocationIndex;
   if (pc.page_size != 0u) {
-    const bool all_tokens = pc.n_tokens <= pc.out_stride;
+    const bool every_token = pc.n_tokens <= pc.out_stride || pc.n <= pc.k;
     const uint last_first = ((pc.n_tokens - 1u) / pc.page_size) * pc.page_size;
-    const uint first = all_tokens || pc.n <= pc.k ? 0u : k * pc.page_size;  // tokens before come from pages
+    const uint first = every_token ? 0u : k * pc.page_size;  // tokens before come from pages
     for (uint i = first + tid; i < pc.out_stride; i += WORKGROUP) {
-      const uint token = all_tokens || pc.n <= pc.k ? i : last_first + (i - first);
+      const uint token = every_token ? i : last_first + (i - first);
       indices[row * pc.out_stride + i] = token < pc.n_tokens ? int(token) : -1;
     }
-    return !all_tokens && pc.n > pc.k && k > 0u;
+    return row_has_selection();
   }
   for (uint i = k + tid; i < pc.out_stride; i += WORKGROUP) indices[row * pc.out_stride + i] = -1;
   if (pc.n <= pc.k)
     for (uint i = tid; i < pc.n; i += WORKGROUP) indices[row * pc.out_stride + i] = int(i);
-  return pc.n > pc.k && k > 0u;
+  return row_has_selection();
 }
 #endif  // TOPK_CANDIDATES

@@ -122,7 +122,7 @@ void write_streamed(uint row, uint row_start, uvec2 vectors, uint threshold, uin
         const uint key = tile_key(tile, e, c);
         bool take = tile_has(tile, e, c) && key > threshold;
         if (tile_has(tile, e, c) && key == threshold) take = equal_rank++ < remaining;
-        if (take) indices[row * pc.out_stride + slot++] = int(row_index(row_start, first, e, c));
+        if (take) write_selected(row, slot++, row_index(row_start, first, e, c));
       }
       earlier += total;
     }

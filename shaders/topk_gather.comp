@@ -25,7 +25,7 @@ shared uint place;
 
 void main() {
   const uint tid = gl_LocalInvocationIndex, slice = gl_WorkGroupID.x, row = gl_WorkGroupID.y;
-  if (pc.n <= pc.k || pc.k == 0u) return;
+  if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
   const uint first = vectors.x + slice * TILE_VECTORS;

@@ -43,7 +43,7 @@ uvec2 level0_window(uint row_start) {
 
 void main() {
   const uint tid = gl_LocalInvocationIndex, slice = gl_WorkGroupID.x, row = gl_WorkGroupID.y;
-  if (pc.n <= pc.k || pc.k == 0u) return;
+  if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
   const uvec2 window = level0_window(row_start);

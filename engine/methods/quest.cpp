@@ -1,14 +1,11 @@
 // Quest (METHODS.md): page min/max bounds of q . k, top pages plus the last page.
 // Prefill scores the chunk's mean query, and treats the last past key's page
 // as decode treats the page holding t (docs/methods.md).
-#include <map>
-
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
 #include "methods/mean_query.h"
 #include "methods/quest_pages.h"
 #include "methods/registry.h"
-#include "quest_expand.spv.h"
 #include "quest_page_scores.spv.h"
 #include "topk.h"
 
@@ -18,15 +15,13 @@ namespace {
 class Quest final : public Method {
  public:
   Quest(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
-      : device_(device),
-        layer_(layer),
+      : layer_(layer),
         options_(options),
         rows_(head_rows(layer.shape, options.gqa_agg)),
         pages_(device, layer, options.page_size),
         mean_query_(device, layer),
         scores_kernel_(make_layer_kernel<layouts::PageScoresPush>(device, "quest_page_scores", quest_page_scores_spirv, 3,
                                                                   layer.shape, layer.dtype)),
-        expand_kernel_(vk::Kernel(device, "quest_expand", quest_expand_spirv, {2, sizeof(layouts::QuestExpandPush)}, {})),
         topk_(device),
         scores_(device, size_t(rows_.rows) * pages_.pages() * sizeof(float)) {
     vk::Pass build(device);
@@ -57,40 +52,20 @@ class Quest final : public Method {
                                  rows_.aggregate, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 128),
                   rows_.rows, 1, "page_scores");
-    // Rows that topk_row takes write the tokens themselves, one dispatch less
-    // (H100 Quest decode 50.3 -> 46.2 us at 32k; docs/perf.md, session 10);
-    // longer rows are expanded from their pages.
-    if (scored_pages <= topk_.row_capacity()) {
-      topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
-                         list_width(budget));
-      return;
-    }
-    const vk::Buffer& kept_pages = kept_pages_buffer(std::max<uint32_t>(kept, 1));
-    topk_.record(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, kept_pages, std::max<uint32_t>(kept, 1));
-    layouts::QuestExpandPush expand{std::max<uint32_t>(kept, 1), page_size, candidates, list_width(budget)};
-    pass.dispatch(expand_kernel_, {&kept_pages, &indices}, expand, rows_.rows, 1, 1, "expand_pages");
+    // The top-k writes the kept pages as tokens, with the last page's.
+    topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
+                       list_width(budget));
   }
 
  private:
-  // One buffer per kept-page count, so that passes recorded for several budgets coexist.
-  const vk::Buffer& kept_pages_buffer(uint32_t slots) {
-    auto it = kept_pages_.find(slots);
-    if (it == kept_pages_.end())
-      it = kept_pages_.emplace(slots, vk::Buffer(device_, size_t(rows_.rows) * slots * sizeof(int32_t))).first;
-    return it->second;
-  }
-
-  const vk::Device& device_;
   const GpuLayer& layer_;
   MethodOptions options_;
   HeadRows rows_;
   QuestPages pages_;
   MeanQuery mean_query_;
   vk::Kernel scores_kernel_;
-  vk::Kernel expand_kernel_;
   TopK topk_;
   vk::Buffer scores_;
-  std::map<uint32_t, vk::Buffer> kept_pages_;
   std::vector<vk::StageTime> build_times_;
 };
 
