@@ -20,11 +20,12 @@ constexpr uint32_t kRowWorkgroup = 256, kSliceWorkgroup = 256, kFinishWorkgroup 
 constexpr uint32_t kFinishAloneMax = 32768;
 
 // Shared memory topk_common.glsl declares beside a kernel's own arrays: the
-// scan's per-subgroup sums and total, the chosen bin, the histogram, and (for
-// kernels that select among staged candidates) the per-subgroup extremes.
+// scan's per-subgroup sums and total, the chosen bin, the histogram, the
+// per-subgroup extremes and (for kernels that select among staged candidates)
+// the kept pages.
 uint32_t common_shared_bytes(const vk::Device& device, uint32_t workgroup) {
   const uint32_t subgroups = workgroup / device.info().subgroup_size;
-  return subgroups * 8 + 8 + 12 + TOPK_BINS * 4 + subgroups * 8;
+  return subgroups * 8 + 8 + 12 + TOPK_BINS * 4 + subgroups * 8 + TOPK_KEPT_PAGES * 4;
 }
 
 // The candidates topk_row stages in shared memory (33 words per 32):

@@ -60,6 +60,7 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
 #define TOPK_SLICE 4096u
 #define TOPK_MAX_SLICES 256u  /* longer rows (over 1M scores) are topk_finish's alone */
 #define TOPK_BINS 2048u
+#define TOPK_KEPT_PAGES 128u  /* a Quest row's pages whose tokens all invocations write: budget 2048 in pages of 16 */
 #define TOPK_FIELDS \
   uint n;           /* candidates per row */ \
   uint k;           \

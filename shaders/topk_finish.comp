@@ -154,4 +154,5 @@ void main() {
   } else {
     write_streamed(row, row_start, vectors, select.prefix, select.remaining);
   }
+  write_kept_pages(row);
 }

@@ -50,4 +50,5 @@ void main() {
   }
   const Select select = select_within(pc.n, Select(0u, 0u, pc.k), workgroup_max(extremes));
   write_staged(row, pc.n, select.prefix, select.remaining);
+  write_kept_pages(row);
 }

@@ -148,6 +148,7 @@ std::vector<MethodCase> method_cases() {
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
     cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p2"});
+    cases.push_back({"quest", mode, kManyPages, DType::f16, 600, "p2"});  // more kept pages than TOPK_KEPT_PAGES
     cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});
     cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "g48"});
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});

@@ -148,8 +148,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                                            TopKCase{2, 3000, 1000, 1},    // every score equal, one workgroup a row
                                            TopKCase{2, 8192, 3000, 7},    // the longest row of one workgroup
                                            TopKCase{2, 8193, 3000, 7},    // the shortest row read from memory
-                                           TopKCase{2, 5376, 2000, 7},    // lavapipe's longest row of one workgroup
-                                           TopKCase{2, 5377, 2000, 7},    // and its shortest read from memory
+                                           TopKCase{2, 5632, 2000, 7},    // lavapipe's longest row of one workgroup
+                                           TopKCase{2, 5633, 2000, 7},    // and its shortest read from memory
                                            TopKCase{2, 300, 0, 0}, TopKCase{2, 0, 16, 0}),
                          [](const auto& info) {
                            const TopKCase& c = info.param;

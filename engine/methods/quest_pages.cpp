@@ -5,17 +5,23 @@
 #include "quest_page_minmax.spv.h"
 
 namespace kv {
+namespace {
+
+uint32_t checked_page_size(uint32_t page_size) {
+  if (page_size == 0) throw InputError("quest: --page-size must be positive");
+  return page_size;
+}
+
+}  // namespace
 
 QuestPages::QuestPages(const vk::Device& device, const GpuLayer& layer, uint32_t page_size)
     : layer_(&layer),
-      page_size_(page_size),
+      page_size_(checked_page_size(page_size)),
       max_groups_x_(device.limits().maxComputeWorkGroupCount[0]),
-      pages_(ceil_div(layer.shape.tokens, page_size)),
+      pages_(ceil_div(layer.shape.tokens, page_size_)),
       kernel_(make_layer_kernel<layouts::PageMinMaxPush>(device, "quest_page_minmax", quest_page_minmax_spirv, 2,
                                                          layer.shape, layer.dtype)),
-      minmax_(device, size_t(layer.shape.kv_heads) * pages_ * 2 * layer.shape.dim * dtype_size(layer.dtype)) {
-  if (page_size == 0) throw InputError("quest: --page-size must be positive");
-}
+      minmax_(device, size_t(layer.shape.kv_heads) * pages_ * 2 * layer.shape.dim * dtype_size(layer.dtype)) {}
 
 void QuestPages::record_update(vk::Pass& pass, uint32_t first_token, uint32_t valid_tokens) const {
   const uint32_t first_page = first_token / page_size_, end_page = ceil_div(valid_tokens, page_size_);
