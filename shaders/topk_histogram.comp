@@ -4,11 +4,16 @@
 // the row's histogram in memory (topk_finish clears it after use).
 //
 // The window comes from a strided sample of the row, the same in every
-// workgroup: its bins start at the sample's smallest key and the highest bit
-// where the sample's largest and smallest keys differ is their top bit, so
-// that a row of one sign and size (Fier's and QuoKA's scores) spreads over the
-// bins instead of piling onto a few; keys outside the sample's range land in
-// the first or last bin, which are open-ended.
+// workgroup: it ends at the sample's largest key and starts near its r-th
+// largest, r twice the sample's expected share of the k plus 16 (at the edge
+// of r's 11-bit leading-bits bin, not below the sample's smallest key), so
+// that the bins are fine around the k-th largest key whatever the row's sign
+// and spread: bins from the sample's smallest key could be as wide as a
+// quarter of T, too many keys for topk_finish when T fell in a wide one
+// (Loki's rows at 128k, docs/perf.md, session 11). The bins are a power of
+// two wide, about 1/1024 of the window, from a multiple of their width, so
+// that an inner bin is a radix prefix; keys outside the window (or in its last
+// partial bin) land in the first or last bin, which are open-ended.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
@@ -32,13 +37,20 @@ uvec2 level0_window(uint row_start) {
     values[j] = scores[at / 4u][at % 4u];
   }
   uvec2 extremes = uvec2(0u);  // the largest key, and the complement of the smallest
-  [[unroll]] for (uint j = 0u; j < 4u; ++j) extremes = max(extremes, uvec2(orderable(values[j]), ~orderable(values[j])));
+  clear_histogram();
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    const uint key = orderable(values[j]);
+    extremes = max(extremes, uvec2(key, ~key));
+    atomicAdd(histogram[key >> 21u], 1u);
+  }
   extremes = subgroupMax(extremes);
   if (gl_SubgroupInvocationID == 0u) subgroup_extremes[gl_SubgroupID] = extremes;
   barrier();
   for (uint s = 0u; s < gl_NumSubgroups; ++s) extremes = max(extremes, subgroup_extremes[s]);
-  const uint shift = uint(max(findMSB(extremes.x ^ ~extremes.y) - 10, 0));
-  return uvec2(~extremes.y & ~((1u << shift) - 1u), shift);
+  const uint r = min(2u * (pc.k / stride) + 16u, SAMPLE);
+  const uint lowest = max(choose_bin(r).x << 21u, ~extremes.y);
+  const uint shift = uint(max(findMSB(extremes.x - lowest) - 10, 0));
+  return uvec2(lowest & ~((1u << shift) - 1u), shift);
 }
 
 void main() {
@@ -46,14 +58,14 @@ void main() {
   if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
+  const uint first = vectors.x + slice * TILE_VECTORS;
+  const Tile tile = load_tile(row_start, first, vectors.y);  // in flight while the window is found
   const uvec2 window = level0_window(row_start);
   if (slice == 0u && tid == 0u) {
     select_state[state + TOPK_STATE_BASE] = window.x;
     select_state[state + TOPK_STATE_SHIFT] = window.y;
   }
   clear_histogram();
-  const uint first = vectors.x + slice * TILE_VECTORS;
-  const Tile tile = load_tile(row_start, first, vectors.y);
   [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
     [[unroll]] for (uint c = 0u; c < 4u; ++c)
       if (first <= vectors.y && tile_has(tile, e, c)) atomicAdd(histogram[window_bin(tile_key(tile, e, c), window)], 1u);
