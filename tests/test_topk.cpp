@@ -100,6 +100,33 @@ TEST_F(TopKReuseTest, RecordedTogetherAndRunTwice) {
   }
 }
 
+// Long rows bin their keys over a window made from a sample of the row;
+// keys outside it land in its first or last bin, which are open-ended. Here
+// the row's outliers, which the sample misses, hold T: ten above the window,
+// eleven below it (there the keys never fit, and topk_finish reads the row).
+class TopKWindowTest : public test::GpuTest {};
+
+TEST_F(TopKWindowTest, OutliersBeyondTheSampleHoldT) {
+  vk::Device& device = test::device();
+  std::mt19937 rng(std::random_device{}());
+  TopK topk(device);
+  const uint32_t n = 70000;
+  for (uint32_t k : {3u, 10u, n - 5}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    TopKInputs inputs(device, {2, n, k, 0}, rng);
+    for (uint32_t r = 0; r < inputs.rows; ++r) {
+      float* row = &inputs.scores[size_t(r) * inputs.stride];
+      for (uint32_t i = 0; i < 10; ++i) row[2 + i] = 1e6f + float(i % 4);  // ties among the outliers too
+      for (uint32_t i = 0; i < 11; ++i) row[20 + i] = -1e6f + float(i % 3);
+    }
+    inputs.upload();
+    vk::Pass pass(device);
+    topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
+    pass.run();
+    inputs.expect_top_k();
+  }
+}
+
 // Long rows gather the keys that can still be selected into topk_finish's
 // shared memory once they fit: `top` keys in one level-0 bin above the rest, of
 // which k are taken. Exactly its capacity is gathered (by topk_gather's slices
