@@ -414,8 +414,8 @@ std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOpti
                                         uint32_t budget) {
   std::vector<double> gaps(layer.shape.kv_heads, INFINITY);
   for (uint32_t g = 0; g < layer.shape.kv_heads; ++g) {
-    Vector scores = quoka_scores(layer, options, block, g);
-    if (budget < scores.size()) {
+    if (budget < block.candidates()) {
+      Vector scores = quoka_scores(layer, options, block, g);
       std::sort(scores.begin(), scores.end(), std::greater<>());
       gaps[g] = scores[budget - 1] - scores[budget];
     }
