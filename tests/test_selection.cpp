@@ -126,6 +126,9 @@ const AttentionShape kLongGqa{8, 2, 9000, 64};
 // (8192, fewer where shared memory is smaller), so topk_finish writes their
 // pages as tokens; earlier steps, fewer pages, take topk_row's.
 const AttentionShape kManyPages{4, 2, 16500, 32};
+// KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
+// full round and the rest.
+const AttentionShape kManySplits{4, 2, 13000, 128};
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -149,6 +152,7 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
     cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p2"});
     cases.push_back({"quest", mode, kManyPages, DType::f16, 600, "p2"});  // more kept pages than TOPK_KEPT_PAGES
+    cases.push_back({"keydiff", mode, kManySplits, DType::f16, 64, ""});
     cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});
     cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "g48"});
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
