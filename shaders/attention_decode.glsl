@@ -8,10 +8,11 @@
 // each lane 8 channels per 16-byte load; a workgroup is KEY_GROUPS such groups.
 // Every lane issues the key and value loads of UNROLL keys before it uses any
 // (values do not depend on the scores), and those of the next UNROLL keys
-// before it uses these, so enough bytes are in flight to cover memory latency. Dot products are summed over the LANES lanes by xor
-// shuffles, which leave every lane of a group with the same score, so each
-// lane keeps the online softmax (max, sum in log2 units) of its group and the
-// output of its own channels in registers. The groups are combined once per
+// before it uses these, so enough bytes are in flight to cover memory
+// latency. Dot products are summed over the LANES lanes by xor shuffles, which
+// leave every lane of a group with the same score, so each lane keeps the
+// online softmax (max, sum in log2 units) of its group and the output of its
+// own channels in registers. The groups are combined once per
 // split through shared memory; attention_merge combines the splits.
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 layout(constant_id = 0) const uint HEAD_DIM = 128;

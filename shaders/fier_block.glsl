@@ -11,11 +11,8 @@ shared uint block_pairs[HEAD_DIM];  // packHalf2x16(lo, hi): what the cache stor
 
 // Element c of key row `row` ([G, T, d] rows), in fp32.
 float key_element(uint row, uint c) {
-  const uint e = row * HEAD_DIM + c;
-  if (ELEMENT_TYPE == ELEMENT_F32) return uintBitsToFloat(keys[e / 4u][e % 4u]);
-  const uint word = keys[e / 8u][(e % 8u) / 2u];
-  if (ELEMENT_TYPE == ELEMENT_F16) return unpackHalf2x16(word)[e & 1u];
-  return uintBitsToFloat((e & 1u) != 0u ? word & 0xffff0000u : word << 16);
+  const uint e = row * HEAD_DIM + c, word = ELEMENT_TYPE == ELEMENT_F32 ? e : e / 2u;  // keys are uvec4s
+  return element_in_word(keys[word / 4u][word % 4u], e);
 }
 
 // The bounds of key rows [first_row, end_row) (end_row > first_row) into

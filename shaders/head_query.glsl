@@ -2,13 +2,12 @@
 // from binding 0: for a chunk, the queries' means as fp32 [H, d]
 // (mean_query.comp); for one query (decode), the step's queries in place, in
 // the storage type (pc.raw_query != 0), so that decode pays no stage to convert
-// them. Expects HEAD_DIM, ELEMENT_TYPE and a push block `pc` with `raw_query`.
+// them. Expects HEAD_DIM, ELEMENT_TYPE, load.glsl and a push block `pc` with
+// `raw_query`.
 layout(std430, binding = 0) readonly buffer HeadQueries { uint head_query_words[]; };
 
 float head_query(uint head, uint channel) {
   const uint e = head * HEAD_DIM + channel;
   if (pc.raw_query == 0u || ELEMENT_TYPE == ELEMENT_F32) return uintBitsToFloat(head_query_words[e]);
-  const uint word = head_query_words[e / 2u];
-  if (ELEMENT_TYPE == ELEMENT_F16) return unpackHalf2x16(word)[e & 1u];
-  return uintBitsToFloat((e & 1u) != 0u ? word & 0xffff0000u : word << 16);
+  return element_in_word(head_query_words[e / 2u], e);
 }

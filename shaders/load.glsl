@@ -36,6 +36,14 @@ void unpack8(uvec4 a, uvec4 b, out vec4 lo, out vec4 hi) {
     unpack8(a, b, lo, hi);                                                 \
   }
 
+// Element e of a tensor, from the 32-bit word that holds it (word e for fp32,
+// word e / 2 for fp16 and bf16).
+float element_in_word(uint word, uint e) {
+  if (ELEMENT_TYPE == ELEMENT_F32) return uintBitsToFloat(word);
+  if (ELEMENT_TYPE == ELEMENT_F16) return unpackHalf2x16(word)[e & 1u];
+  return uintBitsToFloat((e & 1u) != 0u ? word & 0xffff0000u : word << 16);
+}
+
 // Two elements in their storage type, for metadata derived from keys (Quest's
 // page bounds): one word for fp16 / bf16 (x in the low half), two for fp32.
 // Exact for values the type holds, as the max and min of stored keys are.

@@ -11,6 +11,7 @@ layout(local_size_x = 128) in;
 
 layout(push_constant) uniform LokiPush { LOKI_FIELDS } pc;
 
+#include "load.glsl"
 #include "head_query.glsl"
 layout(std430, binding = 1) readonly buffer Basis { float basis[]; };           // [G, rank, d]
 layout(std430, binding = 2) readonly buffer Projected { float projected[]; };   // [G, rank, T], channel-major: neighbouring keys, neighbouring words
