@@ -2,7 +2,12 @@
 // KeyDiff step 1: per (KV head, split of KEYDIFF_SPLIT candidates), the sum of
 // the unit-normalised keys (a zero key adds nothing). Invocations own 8
 // channels of one key lane, so each key row is read by neighbouring invocations.
+// Keys are read once: a round's keys stay in registers while their norms are
+// summed from the invocations' partial squares, and the next round's loads are
+// issued before that. (Norms from a pass of their own read K twice from DRAM at
+// long lengths: 43% of read bandwidth at 128k.)
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
@@ -21,32 +26,49 @@ DEFINE_LOAD8(load_key, keys)
 
 const uint CHUNKS = HEAD_DIM / 8u;
 const uint LANES = THREADS / CHUNKS;  // keys read side by side
+const uint UNROLL = 4u;               // keys an invocation holds a round
+const uint ROUND_KEYS = LANES * UNROLL;
 
-shared float inverse_norm[KEYDIFF_SPLIT];
+shared float partial_squares[THREADS * UNROLL];  // [round key][chunk]
+shared float inverse_norm[ROUND_KEYS];
 shared float lane_sums[THREADS * 8u];
 
 void main() {
   const uint split = gl_WorkGroupID.x, g = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
   const uint first = split * KEYDIFF_SPLIT, count = min(KEYDIFF_SPLIT, pc.n_candidates - first);
-  for (uint j = tid; j < count; j += THREADS) {
-    float squares = 0.0;
-    for (uint chunk = 0u; chunk < CHUNKS; ++chunk) {
-      vec4 lo, hi;
-      load_key((g * pc.n_tokens + first + j) * HEAD_DIM + chunk * 8u, lo, hi);
-      squares += dot(lo, lo) + dot(hi, hi);
-    }
-    inverse_norm[j] = squares > 0.0 ? inversesqrt(squares) : 0.0;
-  }
-  barrier();
   const uint chunk = tid % CHUNKS, lane = tid / CHUNKS;
+  const bool has_lane = lane < LANES;  // CHUNKS need not divide THREADS
+  const uint row_first = (g * pc.n_tokens + first) * HEAD_DIM + chunk * 8u;
+
+  uvec4 raw_a[UNROLL], raw_b[UNROLL];
+  [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
+    if (has_lane && lane + LANES * u < count) load_key_raw(row_first + (lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+
   vec4 sum_lo = vec4(0), sum_hi = vec4(0);
-  if (lane < LANES)
-    for (uint j = lane; j < count; j += LANES) {
-      vec4 lo, hi;
-      load_key((g * pc.n_tokens + first + j) * HEAD_DIM + chunk * 8u, lo, hi);
-      sum_lo += lo * inverse_norm[j];
-      sum_hi += hi * inverse_norm[j];
+  for (uint round_first = 0u; round_first < count; round_first += ROUND_KEYS) {
+    vec4 lo[UNROLL], hi[UNROLL];
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      const uint key = lane + LANES * u;
+      if (round_first + key < count) unpack8(raw_a[u], raw_b[u], lo[u], hi[u]);
+      else lo[u] = hi[u] = vec4(0);
+      if (has_lane) partial_squares[key * CHUNKS + chunk] = dot(lo[u], lo[u]) + dot(hi[u], hi[u]);
     }
+    const uint next_first = round_first + ROUND_KEYS;
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
+      if (has_lane && next_first + lane + LANES * u < count) load_key_raw(row_first + (next_first + lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+    barrier();
+    for (uint key = tid; key < ROUND_KEYS; key += THREADS) {
+      float squares = 0.0;
+      for (uint c = 0u; c < CHUNKS; ++c) squares += partial_squares[key * CHUNKS + c];
+      inverse_norm[key] = squares > 0.0 ? inversesqrt(squares) : 0.0;
+    }
+    barrier();
+    if (has_lane)
+      [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+        sum_lo += lo[u] * inverse_norm[lane + LANES * u];
+        sum_hi += hi[u] * inverse_norm[lane + LANES * u];
+      }
+  }
   for (uint c = 0u; c < 4u; ++c) {
     lane_sums[tid * 8u + c] = sum_lo[c];
     lane_sums[tid * 8u + 4u + c] = sum_hi[c];

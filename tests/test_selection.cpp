@@ -43,7 +43,7 @@ MethodOptions options_of(const MethodCase& c) {
   if (c.variant == "r5") o.sparq_r = 5;         // fewer channels than one 16-byte piece holds
   if (c.variant == "rall") o.sparq_r = 100000;  // every channel: the exact logits
   if (c.variant == "r4") o.loki_r = 4;
-  if (c.variant == "g16") o.group_size = 16;  // Fier: 8 blocks a workgroup, terms built in two passes
+  if (c.variant == "g16") o.group_size = 16;  // Fier: 8 blocks a workgroup of 128 tokens
   if (c.variant == "g48") o.group_size = 48;  // blocks that straddle workgroups
   if (c.variant == "p2") o.page_size = 2;     // Quest: more pages than topk_row takes
   return o;
@@ -129,6 +129,9 @@ const AttentionShape kManyPages{4, 2, 16500, 32};
 // KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
 // full round and the rest.
 const AttentionShape kManySplits{4, 2, 13000, 128};
+// KeyDiff's key sums read a key as d / 8 invocations side by side: with d = 40,
+// 25 keys take 125 of the 128 invocations.
+const AttentionShape kKeyOf40{4, 2, 700, 40};
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -153,6 +156,7 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p2"});
     cases.push_back({"quest", mode, kManyPages, DType::f16, 600, "p2"});  // more kept pages than TOPK_KEPT_PAGES
     cases.push_back({"keydiff", mode, kManySplits, DType::f16, 64, ""});
+    cases.push_back({"keydiff", mode, kKeyOf40, DType::f16, 64, ""});
     cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});
     cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "g48"});
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
@@ -315,6 +319,8 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"fier_group6_mean_prefill", "fier", {12, 2, 290, 64}, DType::f16, Mode::prefill,
                    fier_options(64, HeadAggregate::mean)},
         ScoresCase{"fier_mha_prefill", "fier", {4, 4, 263, 128}, DType::f16, Mode::prefill, fier_options(48, HeadAggregate::head)},
+        ScoresCase{"fier_group16_d128", "fier", {8, 2, 301, 128}, DType::f16, Mode::decode, fier_options(16, HeadAggregate::head)},
+        ScoresCase{"fier_d512", "fier", {4, 2, 150, 512}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
         ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)}),
