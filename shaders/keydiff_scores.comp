@@ -1,12 +1,17 @@
 #version 460
 // KeyDiff step 3: s_j = -cos(k_j, anchor) per KV head (0 for a zero key or
-// anchor), so the top-k keeps the keys least like the mean key.
+// anchor), so the top-k keeps the keys least like the mean key. A workgroup
+// scores KEYDIFF_SPLIT keys, read as keydiff_key_sums reads them: invocations
+// own 8 channels of one key lane, and a round's partial dot products and
+// squares meet in shared memory while the next round's loads are in flight.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
+const uint THREADS = 128u;
 
 #include "load.glsl"
 
@@ -18,28 +23,60 @@ layout(push_constant) uniform KeyDiffPush { KEYDIFF_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
+const uint CHUNKS = HEAD_DIM / 8u;
+const uint LANES = THREADS / CHUNKS;  // keys read side by side
+const uint UNROLL = 4u;               // keys an invocation holds a round
+const uint ROUND_KEYS = LANES * UNROLL;
+
 shared float anchor_tile[HEAD_DIM];
 shared float anchor_norm;
+shared float partial_dots[THREADS * UNROLL];     // [round key][chunk]
+shared float partial_squares[THREADS * UNROLL];
 
 void main() {
-  const uint g = gl_WorkGroupID.y, j = gl_GlobalInvocationID.x;
-  for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) anchor_tile[c] = anchor[g * HEAD_DIM + c];
+  const uint g = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
+  const uint first = gl_WorkGroupID.x * KEYDIFF_SPLIT, count = min(KEYDIFF_SPLIT, pc.n_candidates - first);
+  const uint chunk = tid % CHUNKS, lane = tid / CHUNKS;
+  const bool has_lane = lane < LANES;  // CHUNKS need not divide THREADS
+  const uint row_first = (g * pc.n_tokens + first) * HEAD_DIM + chunk * 8u;
+
+  uvec4 raw_a[UNROLL], raw_b[UNROLL];
+  [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
+    if (has_lane && lane + LANES * u < count) load_key_raw(row_first + (lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+
+  for (uint c = tid; c < HEAD_DIM; c += THREADS) anchor_tile[c] = anchor[g * HEAD_DIM + c];
   barrier();
-  if (gl_LocalInvocationIndex == 0u) {
+  if (tid == 0u) {
     float squares = 0.0;
     for (uint c = 0u; c < HEAD_DIM; ++c) squares += anchor_tile[c] * anchor_tile[c];
     anchor_norm = sqrt(squares);
   }
-  barrier();
-  if (j >= pc.n_candidates) return;
-  float dot_product = 0.0, squares = 0.0;
-  for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
-    vec4 lo, hi;
-    load_key((g * pc.n_tokens + j) * HEAD_DIM + chunk * 8u, lo, hi);
-    for (uint c = 0u; c < 4u; ++c)
-      dot_product += lo[c] * anchor_tile[chunk * 8u + c] + hi[c] * anchor_tile[chunk * 8u + 4u + c];
-    squares += dot(lo, lo) + dot(hi, hi);
+  const vec4 anchor_lo = vec4(anchor_tile[chunk * 8u], anchor_tile[chunk * 8u + 1u], anchor_tile[chunk * 8u + 2u], anchor_tile[chunk * 8u + 3u]);
+  const vec4 anchor_hi = vec4(anchor_tile[chunk * 8u + 4u], anchor_tile[chunk * 8u + 5u], anchor_tile[chunk * 8u + 6u], anchor_tile[chunk * 8u + 7u]);
+
+  for (uint round_first = 0u; round_first < count; round_first += ROUND_KEYS) {
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+      const uint key = lane + LANES * u;
+      vec4 lo = vec4(0), hi = vec4(0);
+      if (round_first + key < count) unpack8(raw_a[u], raw_b[u], lo, hi);
+      if (has_lane) {
+        partial_dots[key * CHUNKS + chunk] = dot(lo, anchor_lo) + dot(hi, anchor_hi);
+        partial_squares[key * CHUNKS + chunk] = dot(lo, lo) + dot(hi, hi);
+      }
+    }
+    const uint next_first = round_first + ROUND_KEYS;
+    [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
+      if (has_lane && next_first + lane + LANES * u < count) load_key_raw(row_first + (next_first + lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+    barrier();
+    for (uint key = tid; key < ROUND_KEYS && round_first + key < count; key += THREADS) {
+      float dot_product = 0.0, squares = 0.0;
+      for (uint c = 0u; c < CHUNKS; ++c) {
+        dot_product += partial_dots[key * CHUNKS + c];
+        squares += partial_squares[key * CHUNKS + c];
+      }
+      scores[g * pc.row_stride + first + round_first + key] =
+          squares > 0.0 && anchor_norm > 0.0 ? -dot_product / (sqrt(squares) * anchor_norm) : 0.0;
+    }
+    barrier();
   }
-  scores[g * pc.row_stride + j] =
-      squares > 0.0 && anchor_norm > 0.0 ? -dot_product / (sqrt(squares) * anchor_norm) : 0.0;
 }

@@ -38,7 +38,7 @@ class KeyDiff final : public Method {
     const layouts::KeyDiffPush push{s.kv_heads, s.tokens, candidates, splits, s.tokens};
     pass.dispatch(sums_kernel_, {&layer_.keys, &sums_}, push, splits, s.kv_heads, 1, "key_sums");
     pass.dispatch(anchor_kernel_, {&sums_, &anchor_}, push, s.kv_heads, 1, 1, "anchor");
-    pass.dispatch(scores_kernel_, {&layer_.keys, &anchor_, &scores_}, push, ceil_div(candidates, 128), s.kv_heads, 1,
+    pass.dispatch(scores_kernel_, {&layer_.keys, &anchor_, &scores_}, push, splits, s.kv_heads, 1,
                   "key_scores");
     topk_.record(pass, scores_, s.kv_heads, candidates, s.tokens, budget, indices, budget);
   }
