@@ -129,8 +129,8 @@ const AttentionShape kManyPages{4, 2, 16500, 32};
 // KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
 // full round and the rest.
 const AttentionShape kManySplits{4, 2, 13000, 128};
-// KeyDiff's key sums read a key as d / 8 invocations side by side: with d = 40,
-// 25 keys take 125 of the 128 invocations.
+// KeyDiff's key sums and key scores read a key as d / 8 invocations side by
+// side: with d = 40, 25 keys take 125 of the 128 invocations.
 const AttentionShape kKeyOf40{4, 2, 700, 40};
 
 std::vector<MethodCase> method_cases() {
