@@ -91,6 +91,44 @@ AttentionTiling choose_base_tiling(const AttentionShape& shape, uint32_t shared_
   throw InputError("the device's shared memory cannot hold an attention tile for d=" + std::to_string(shape.dim));
 }
 
+// Loop iterations attention_tile.glsl completes per key tile (each loop also
+// counts its exit test; none is taken as unrolled, so this is an upper bound),
+// and the most tiles a split may hold under a device's loop limit
+// (vk::DeviceInfo::loop_limit; 0 when there is none), less kLoopsOutsideKeyLoop for the
+// loops before and after the key loop. Without this bound, lavapipe ended dense
+// prefill over 8k keys (128 tiles a split) after about 60 tiles and returned
+// wrong outputs (docs/perf.md, session 13).
+constexpr uint32_t kLoopsOutsideKeyLoop = 512;
+
+uint32_t tile_loop_iterations(const AttentionTiling& t, uint32_t dim) {
+  const auto loop = [&](uint32_t items) { return ceil_div(items, t.workgroup) + 1; };
+  const auto per_invocation = [&](uint32_t items) { return ceil_div(items, t.workgroup); };
+  const uint32_t staging = loop(t.key_tile) + 2 * (loop(t.key_tile * (dim / 8)) + per_invocation(t.key_tile * (dim / 8)) * 5);
+  const uint32_t scores = loop(t.rows * t.key_tile) + per_invocation(t.rows * t.key_tile) * (dim + 1);
+  const uint32_t softmax = loop(t.rows) + per_invocation(t.rows) * 2 * (t.key_tile + 1);
+  const uint32_t outputs = per_invocation(t.rows * dim) + 1 + per_invocation(t.rows * dim) * (t.key_tile + 1);
+  return 1 + staging + scores + softmax + outputs;
+}
+
+uint32_t most_tiles_per_split(const AttentionTiling& t, uint32_t dim, uint32_t loop_limit) {
+  if (loop_limit == 0) return 0;
+  return std::max<uint32_t>(1, (loop_limit - kLoopsOutsideKeyLoop) / tile_loop_iterations(t, dim));
+}
+
+// Queries x splits of the partial buffers per head: enough for a decode step's
+// splits, a chunk's kChunkSplits, and the splits the loop limit asks of the tile kernel.
+uint32_t partial_rows(const AttentionShape& shape, uint32_t max_queries, const AttentionTiling& base,
+                      uint32_t most_tiles) {
+  const uint64_t most_slots = uint64_t(shape.tokens) + max_queries;  // a sparse list and the chunk's own keys
+  const uint64_t most_key_tiles = (most_slots + base.key_tile - 1) / base.key_tile;
+  const uint64_t loop_splits = most_tiles == 0 ? 1 : (most_key_tiles + most_tiles - 1) / most_tiles;
+  const uint64_t splits = std::max<uint64_t>(kChunkSplits, loop_splits);
+  if (splits > kPartialRowsPerHead)
+    throw InputError(std::to_string(shape.tokens) + " tokens need " + std::to_string(splits) +
+                     " attention splits on this device (its loop limit), more than " + std::to_string(kPartialRowsPerHead));
+  return std::max<uint32_t>(kPartialRowsPerHead, max_queries * uint32_t(splits));
+}
+
 }  // namespace
 
 Attention::Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys,
@@ -98,8 +136,9 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
     : shape_(shape),
       keys_(keys),
       max_queries_(std::max<uint32_t>(1, max_queries)),
-      partial_rows_(std::max(kPartialRowsPerHead, max_queries_ * kChunkSplits)),
       base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
+      most_tiles_per_split_(most_tiles_per_split(base_, shape.dim, device.info().loop_limit)),
+      partial_rows_(partial_rows(shape, max_queries_, base_, most_tiles_per_split_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
         return keys == Keys::dense
@@ -180,7 +219,15 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
   const uint32_t groups = t.query_tiles * (shape_.heads / heads_per_list) * t.head_blocks;
   const uint32_t key_tiles = ceil_div(std::max<uint32_t>(1, slots), t.key_tile);
   const uint32_t split_cap = std::max<uint32_t>(1, partial_rows_ / std::max<uint32_t>(1, request.n_queries));
-  const uint32_t wanted = std::clamp<uint32_t>(ceil_div(kTargetWorkgroups, groups), 1, std::min(key_tiles, split_cap));
+  uint32_t wanted = std::clamp<uint32_t>(ceil_div(kTargetWorkgroups, groups), 1, std::min(key_tiles, split_cap));
+  if (!t.chunk_kernel && most_tiles_per_split_ != 0) {
+    const uint32_t loop_splits = ceil_div(key_tiles, most_tiles_per_split_);
+    if (loop_splits > split_cap)  // partial_rows_ counts lists as long as T plus the chunk
+      throw InputError("a key list of " + std::to_string(slots) + " slots needs " + std::to_string(loop_splits) +
+                       " attention splits on this device (its loop limit), more than the " + std::to_string(split_cap) +
+                       " its buffers hold for " + std::to_string(request.n_queries) + " queries");
+    wanted = std::max(wanted, loop_splits);
+  }
   t.split_keys = ceil_div(key_tiles, wanted) * t.key_tile;
   t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
   return t;

@@ -76,8 +76,9 @@ class Attention {
   AttentionShape shape_;
   Keys keys_;
   uint32_t max_queries_;
-  uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   AttentionTiling base_;
+  uint32_t most_tiles_per_split_;  // the tile kernel's key tiles a split may hold (loop limit); 0 = any
+  uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   vk::Kernel partial_;
   uint32_t decode_lanes_ = 0;  // lanes per key in attention_decode; 0 where it is not used
   // attention_decode by the heads a workgroup serves (1 or min(group, 8)); empty

@@ -214,13 +214,14 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
       std::vector<std::vector<double>> copy_totals(whole.size());
       // The clocks up first (a stable median alone did not show that they were
       // low), then warm-up until the timings settle: windows of 10 runs until a
-      // window's median is within 3% of the one before (at most 2 s).
+      // window's median is within 3% of the one before (at most 2 s, which on a
+      // CPU device, where one run can take seconds, ends the window early).
       raise_clocks(device, copies[0]->keys);
       const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
       uint32_t warm_runs = 0;
       for (double previous = 0;;) {
         std::vector<double> window;
-        for (int i = 0; i < 10; ++i, ++warm_runs) {
+        for (int i = 0; i < 10 && (i < 2 || std::chrono::steady_clock::now() <= warm_limit); ++i, ++warm_runs) {
           vk::Pass& pass = *whole[warm_runs % whole.size()];
           pass.run();
           window.push_back(pass.total_milliseconds());

@@ -4,6 +4,11 @@
 // the list (GQA). Online softmax in log2 units; unnormalised outputs and
 // (max, sum) per row go to attention_merge. The including kernel defines
 // KEY_LIST: 0 = keys [0, position] (dense), 1 = a selection plus own keys.
+// engine/attention.cpp's tile_loop_iterations counts this kernel's loops per
+// key tile: lavapipe ends an invocation's loops after 65535 iterations
+// (vk::DeviceInfo::loop_limit), so the splits there are sized from it. Keep
+// the two in step. (Unrolling the inner loops would cut the count, but lavapipe
+// then took 20-70 s to compile each variant.)
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(constant_id = 2) const uint ROWS = 16;

@@ -108,8 +108,11 @@ KV_PUSH_STRUCT(MeanQueryPush, MEAN_QUERY_FIELDS)
   uint n_queries; \
   uint n_candidates; \
   uint row_stride; \
-  float scale;
+  float scale; \
+  uint slice_first;  /* oracle_prefill_scores.comp: (head, query) rows [slice_first, slice_first + slice_count), */ \
+  uint slice_count;  /* a multiple of ORACLE_QUERY_TILE; a slice after the first adds to the scores (loop limits) */
 KV_PUSH_STRUCT(OracleScoresPush, ORACLE_SCORES_FIELDS)
+#define ORACLE_QUERY_TILE 16u
 
 // quoka_query_cosine.comp: per query head, the chunk's kept queries (indices
 // into the chunk) in ascending cosine to the chunk's mean query.
@@ -230,7 +233,9 @@ KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
   uint n_candidates; \
   uint row_stride;   \
   float scale_log2;  \
-  uint pool;         /* snapkv_pool.comp: the average-pooling kernel size, odd */
+  uint pool;         /* snapkv_pool.comp: the average-pooling kernel size, odd */ \
+  uint slice_first;  /* window_scores.comp: window rows [slice_first, slice_first + slice_count); */ \
+  uint slice_count;  /* a slice after the first adds to the scores (loop limits: WindowMethod) */
 KV_PUSH_STRUCT(WindowPush, WINDOW_FIELDS)
 
 // recent_keys.comp: after a top-k of the heavy keys, the `recent` candidates
@@ -289,6 +294,12 @@ KV_PUSH_STRUCT(QueryStatsPush, QUERY_STATS_FIELDS)
 #define STREAM_READ_FIELDS \
   uint n_vectors;
 KV_PUSH_STRUCT(StreamReadPush, STREAM_READ_FIELDS)
+
+// loop_probe.comp (tests): a loop of outer x inner iterations.
+#define LOOP_PROBE_FIELDS \
+  uint outer; \
+  uint inner;
+KV_PUSH_STRUCT(LoopProbePush, LOOP_PROBE_FIELDS)
 
 #ifdef __cplusplus
 }  // namespace kv::layouts

@@ -2,6 +2,9 @@
 // Oracle, prefill: for each KV head and past key j, the dense attention mass
 // the chunk puts on it, sum over the group's heads h and the chunk's queries i
 // of p_{h,i,j} = exp(scale q_{h,i} . k_j - lse_{h,i}), with lse from the dense pass.
+// One dispatch covers a slice of the (head, query) rows, so that no invocation
+// outruns a loop limit (vk::DeviceInfo::loop_limit; engine/methods/oracle.cpp
+// counts this kernel's loops per tile of rows).
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -14,14 +17,14 @@ layout(local_size_x = 128) in;
 layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };     // [H, n, d]
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };           // [G, T, d]
 layout(std430, binding = 2) readonly buffer LogSumExp { float log_sum_exp[]; };  // [H, n]
-layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };      // [G, row_stride]
+layout(std430, binding = 3) buffer Scores { float scores[]; };                // [G, row_stride]
 
 layout(push_constant) uniform OracleScoresPush { ORACLE_SCORES_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 DEFINE_LOAD8(load_key, keys)
 
-const uint QUERY_TILE = 16;
+const uint QUERY_TILE = ORACLE_QUERY_TILE;
 shared float query_tile[QUERY_TILE * HEAD_DIM];
 shared float lse_tile[QUERY_TILE];
 
@@ -36,9 +39,9 @@ void main() {
     k[2u * chunk] = lo;
     k[2u * chunk + 1u] = hi;
   }
-  const uint rows = group * pc.n_queries;  // (head in group, query) pairs
+  const uint rows = min(group * pc.n_queries, pc.slice_first + pc.slice_count);  // (head in group, query) pairs
   float mass = 0.0;
-  for (uint row0 = 0u; row0 < rows; row0 += QUERY_TILE) {
+  for (uint row0 = pc.slice_first; row0 < rows; row0 += QUERY_TILE) {
     barrier();
     for (uint i = gl_LocalInvocationIndex; i < QUERY_TILE * (HEAD_DIM / 8u); i += 128u) {
       uint r = i / (HEAD_DIM / 8u), chunk = i % (HEAD_DIM / 8u), row = row0 + r;
@@ -60,5 +63,8 @@ void main() {
       mass += exp(pc.scale * dot_product - lse_tile[r]);
     }
   }
-  if (in_range) scores[kv_head * pc.row_stride + key] = mass;
+  if (in_range) {
+    const uint at = kv_head * pc.row_stride + key;
+    scores[at] = pc.slice_first == 0u ? mass : scores[at] + mass;
+  }
 }

@@ -44,10 +44,13 @@ void main() {
 
   const uint oracle_base = (head / pc.oracle_heads_per_row) * pc.oracle_stride;
   const uint selection_base = (head / pc.selection_heads_per_row) * pc.selection_stride;
-  if (tid == 0u) {
-    uint count = 0u;
-    while (count < pc.oracle_stride && oracle[oracle_base + count] >= 0) ++count;
-    oracle_count = count;
+  if (tid == 0u) {  // the -1 padding ends the list: a binary search for where it starts
+    uint low = 0u, high = pc.oracle_stride;  // (a walk could outrun lavapipe's loop limit: vk::DeviceInfo::loop_limit)
+    while (low < high) {
+      uint middle = (low + high) / 2u;
+      if (oracle[oracle_base + middle] >= 0) low = middle + 1u; else high = middle;
+    }
+    oracle_count = low;
   }
   barrier();
   uint found = 0u, found_needle = 0u;

@@ -132,6 +132,11 @@ const AttentionShape kManySplits{4, 2, 13000, 128};
 // KeyDiff's key sums and key scores read a key as d / 8 invocations side by
 // side: with d = 40, 25 keys take 125 of the 128 invocations.
 const AttentionShape kKeyOf40{4, 2, 700, 40};
+// H2O's window of every query so far: under lavapipe's loop limit window_scores
+// takes at most 812 rows of 4 heads a dispatch here, so two dispatches
+// (vk::DeviceInfo::loop_limit; one dispatch ended its loops early).
+const AttentionShape kLongWindow{8, 2, 1200, 128};
+const AttentionShape kGroupOf8{16, 2, 700, 128};
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -164,6 +169,10 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"loki", mode, kGroupOf6, DType::f16, 50, ""});  // 4 heads at once: a full and a partial pass
     cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
     cases.push_back({"h2o", mode, kMha, DType::f16, 1, ""});      // no recent half, one heavy hitter
+    if (mode == Mode::decode) cases.push_back({"h2o", mode, kLongWindow, DType::f16, 64, ""});
+    // 8 heads x 256 queries: under lavapipe's loop limit the oracle's prefill
+    // scores come in two dispatches (slices of rows), the second adding to the first.
+    if (mode == Mode::prefill) cases.push_back({"oracle", mode, kGroupOf8, DType::f16, 64, "", 256});
     cases.push_back({"sampleattention", mode, kGqa, DType::f16, 7, ""});  // fewer than 8: no recent keys
     cases.push_back({"sparq", mode, kGqa128, DType::bf16, 64, "rall"});
   }

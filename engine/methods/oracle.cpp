@@ -1,4 +1,7 @@
 // oracle: the best set for the budget, from dense attention (METHODS.md).
+#include <algorithm>
+#include <limits>
+
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
 #include "methods/registry.h"
@@ -8,6 +11,17 @@
 
 namespace kv {
 namespace {
+
+// Loop iterations (exit tests included) oracle_prefill_scores.comp completes
+// per tile of ORACLE_QUERY_TILE rows: the tile, its query loads (4 channels a
+// step), the lse loads, and per row its dot product. Devices that end loops
+// early (vk::DeviceInfo::loop_limit) get the rows in slices of whole tiles;
+// kLoopMargin covers the key's loads before the row loop.
+constexpr uint32_t kLoopMargin = 512;
+uint32_t tile_iterations(uint32_t dim) {
+  const uint32_t loads = ceil_div(ORACLE_QUERY_TILE * (dim / 8), 128);
+  return 1 + (loads + 1) + loads * 5 + 2 + ORACLE_QUERY_TILE * (1 + dim / 4 + 1) + 1;
+}
 
 class Oracle final : public Method {
  public:
@@ -20,7 +34,10 @@ class Oracle final : public Method {
                            : make_layer_kernel<layouts::OracleScoresPush>(device, "oracle_prefill_scores",
                                                                           oracle_prefill_scores_spirv, 4, layer.shape, layer.dtype)),
         topk_(device),
-        scores_(device, size_t(rows()) * layer.shape.tokens * sizeof(float)) {}
+        scores_(device, size_t(rows()) * layer.shape.tokens * sizeof(float)) {
+    if (const uint32_t limit = device.info().loop_limit; limit != 0)
+      slice_rows_ = std::max<uint32_t>(1, (limit - kLoopMargin) / tile_iterations(layer.shape.dim)) * ORACLE_QUERY_TILE;
+  }
 
   std::string name() const override { return "oracle"; }
   Granularity granularity() const override { return mode_ == Mode::decode ? Granularity::query_head : Granularity::kv_head; }
@@ -37,8 +54,11 @@ class Oracle final : public Method {
       pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, &scores_}, push, ceil_div(candidates, 128), s.heads, 1,
                     "oracle_scores");
     else
-      pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, inputs.dense_lse, &scores_}, push,
-                    ceil_div(candidates, 128), s.kv_heads, 1, "oracle_scores");
+      for (push.slice_first = 0; push.slice_first < s.group() * block.n_queries; push.slice_first += slice_rows_) {
+        push.slice_count = slice_rows_;
+        pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, inputs.dense_lse, &scores_}, push,
+                      ceil_div(candidates, 128), s.kv_heads, 1, "oracle_scores");
+      }
     topk_.record(pass, scores_, rows(), candidates, s.tokens, budget, indices, budget);
   }
 
@@ -50,6 +70,7 @@ class Oracle final : public Method {
   vk::Kernel scores_kernel_;
   TopK topk_;
   vk::Buffer scores_;
+  uint32_t slice_rows_ = std::numeric_limits<uint32_t>::max() / 2;  // prefill rows per oracle_scores dispatch
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // queries, pooled; H2O: every query so far; SampleAttention: sampled queries
 // at a stride), plus the most recent candidates.
 #include <algorithm>
+#include <limits>
 
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
@@ -28,6 +29,14 @@ uint32_t max_window(WindowKind kind, const MethodOptions& o, uint32_t tokens) {
   return tokens;
 }
 
+// Loop iterations (each loop's exit test included) window_scores.comp and
+// window_log_sum_exp.comp complete per window row and per key, for devices
+// that end loops early (vk::DeviceInfo::loop_limit); kLoopMargin covers the
+// loops around them.
+constexpr uint32_t kLoopMargin = 512;
+uint32_t window_row_iterations(uint32_t dim) { return 1 + 2 + (dim / 8 + 1); }  // the row, the query's load, the key's chunks
+uint32_t lse_key_iterations(uint32_t dim) { return 1 + (dim / 8 + 1) * 5; }     // the key, its chunks, their 4 channels
+
 class WindowMethod final : public Method {
  public:
   using Kind = WindowKind;
@@ -49,6 +58,14 @@ class WindowMethod final : public Method {
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4),
         pooled_(device, kind == Kind::snapkv ? size_t(layer.shape.kv_heads) * layer.shape.tokens * 4 : 4) {
     if (layer.host_queries.empty()) throw InputError(name() + " needs the layer's queries");
+    const uint32_t limit = device.info().loop_limit, dim = layer.shape.dim;
+    if (limit != 0 && uint64_t(ceil_div(layer.shape.tokens, 128)) * lse_key_iterations(dim) + kLoopMargin > limit)
+      throw InputError(name() + ": " + std::to_string(layer.shape.tokens) + " tokens at d=" + std::to_string(dim) +
+                       " exceed the loop limit of " + device.info().name + " (window_log_sum_exp)");
+    if (limit != 0) {
+      const uint32_t r = layer.shape.group();
+      rows_per_slice_ = std::max<uint32_t>(1, ((limit - kLoopMargin) / r) / window_row_iterations(dim));
+    }
   }
 
   std::string name() const override {
@@ -80,8 +97,11 @@ class WindowMethod final : public Method {
       for (uint32_t i = 0; i < w.count; ++i) positions[i] = w.first + i * w.stride;
       queries_.upload(gather_queries(s, layer_.dtype, layer_.host_queries, positions));
       pass.dispatch(lse_kernel_, {&queries_, &layer_.keys, &lse_}, push, w.count, s.heads, 1, "window_lse");
-      pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, 128),
-                    s.kv_heads, 1, "window_scores");
+      for (push.slice_first = 0; push.slice_first < w.count; push.slice_first += push.slice_count) {
+        push.slice_count = std::min(w.count - push.slice_first, rows_per_slice_);
+        pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, 128),
+                      s.kv_heads, 1, "window_scores");
+      }
       const vk::Buffer* ranked = &scores_;
       if (kind_ == Kind::snapkv) {
         pass.dispatch(pool_kernel_, {&scores_, &pooled_}, push, ceil_div(prefix, 128), s.kv_heads, 1, "pool");
@@ -100,6 +120,7 @@ class WindowMethod final : public Method {
   vk::Kernel lse_kernel_, scores_kernel_, pool_kernel_, recent_kernel_;
   TopK topk_;
   vk::Buffer queries_, lse_, scores_, pooled_;
+  uint32_t rows_per_slice_ = std::numeric_limits<uint32_t>::max();  // window rows per window_scores dispatch
 };
 
 }  // namespace

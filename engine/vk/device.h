@@ -28,6 +28,12 @@ struct DeviceInfo {
   // 32-wide subgroups: what attention_chunk.glsl needs. (Debian 12's glslang
   // has no KHR version.)
   bool cooperative_matrix = false;
+  // Loop iterations one invocation may complete, all its loops together, before
+  // the driver ends every loop early without a word: Mesa's llvmpipe
+  // (lavapipe) counts each iteration and each loop's exit test against 65535
+  // (gallivm's loop limiter; tests/test_loop_limit.cpp). 0 = no such limit.
+  // Kernels whose loops grow with the sequence split their work to stay under it.
+  uint32_t loop_limit = 0;
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;
