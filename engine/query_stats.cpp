@@ -46,6 +46,14 @@ QueryStats QueryStatistics::compute(uint32_t head, const Block& block, uint32_t 
   vk::grown(device_, counts_, n * sizeof(uint32_t));
   queries_.upload(layer_.q->data.subspan((size_t(head) * s.tokens + range.first) * row_bytes, n * row_bytes));
 
+  // query_stats.comp's loops per invocation: per 256 keys their scores (d / 8
+  // chunks), probabilities, 31 bisection steps and the count; the chunk's n
+  // queries for the mean. Past a loop limit (vk::DeviceInfo::loop_limit) the
+  // counts would be wrong without a word, so refuse.
+  const uint64_t loop_iterations = uint64_t(ceil_div(range.last, 256)) * (s.dim / 8 + 36) + 32 * 12 + n + 512;
+  if (const uint32_t limit = device_.info().loop_limit; limit != 0 && loop_iterations > limit)
+    throw InputError("query statistics over " + std::to_string(range.last) + " keys exceed the loop limit of " +
+                     device_.info().name);
   const layouts::QueryStatsPush push{n,     s.tokens,    head / s.group(), range.first,
                                      range.last, float(gpu_.scale / std::log(2.0)), 0.9f};
   vk::Pass pass(device_);

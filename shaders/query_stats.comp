@@ -6,6 +6,7 @@
 // a bisection over bit patterns finds tau, the smallest probability of the top
 // set; the keys above tau count whole and the ties at tau count as needed.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 #include "common.glsl"
 
@@ -110,7 +111,7 @@ void main() {
     for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
       vec4 lo, hi;
       load_key((pc.kv_head * pc.n_tokens + j) * HEAD_DIM + chunk * 8u, lo, hi);
-      for (uint c = 0u; c < 4u; ++c) score += lo[c] * query[chunk * 8u + c] + hi[c] * query[chunk * 8u + 4u + c];
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) score += lo[c] * query[chunk * 8u + c] + hi[c] * query[chunk * 8u + 4u + c];
     }
     score *= pc.scale_log2;
     probabilities[row + j] = score;

@@ -3,6 +3,7 @@
 // scaled logits over its causal keys [0, position]; one workgroup per
 // (window query, head), online max and sum per invocation, then a tree.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 #include "common.glsl"
 
@@ -43,7 +44,7 @@ void main() {
     for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
       vec4 lo, hi;
       load_key((kv_head * pc.n_tokens + j) * HEAD_DIM + chunk * 8u, lo, hi);
-      for (uint c = 0u; c < 4u; ++c) s += query[chunk * 8u + c] * lo[c] + query[chunk * 8u + 4u + c] * hi[c];
+      [[unroll]] for (uint c = 0u; c < 4u; ++c) s += query[chunk * 8u + c] * lo[c] + query[chunk * 8u + 4u + c] * hi[c];
     }
     const float new_max = max(row_max, s);
     row_sum = row_sum * exp2(row_max - new_max) + exp2(s - new_max);

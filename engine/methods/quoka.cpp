@@ -15,6 +15,10 @@ namespace kv {
 namespace {
 
 constexpr uint32_t kMaxChunkQueries = 4096;  // the cosine kernel holds a chunk's cosines in shared memory
+// Under a loop limit (vk::DeviceInfo::loop_limit, lavapipe's 65535): the cosine
+// kernel ranks each of its ceil(n / 128) queries against all n, so n x n / 128
+// iterations; 2048 queries take ~34,000 of them with the loops around.
+constexpr uint32_t kMaxChunkQueriesLoopLimited = 2048;
 constexpr uint32_t kMatrixKeys = 64;          // quoka_key_scores_matrix's keys per tile
 constexpr uint32_t kMatrixAggregates = 16;    // its aggregates: one fragment's rows
 // Workgroups of quoka_key_scores_matrix in all, each walking its share of the
@@ -35,7 +39,7 @@ class Quoka final : public Method {
       : layer_(layer),
         options_(options),
         query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 3,
-                                                                 layer.shape, layer.dtype, {checked(max_queries)})),
+                                                                 layer.shape, layer.dtype, {checked(device, max_queries)})),
         aggregate_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_aggregate", quoka_aggregate_spirv, 3,
                                                                    layer.shape, layer.dtype)),
         key_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 3,
@@ -84,9 +88,11 @@ class Quoka final : public Method {
   }
 
  private:
-  static uint32_t checked(uint32_t max_queries) {
-    if (max_queries > kMaxChunkQueries)
-      throw InputError("quoka: chunks of more than " + std::to_string(kMaxChunkQueries) + " queries are not supported");
+  static uint32_t checked(const vk::Device& device, uint32_t max_queries) {
+    const uint32_t most = device.info().loop_limit != 0 ? kMaxChunkQueriesLoopLimited : kMaxChunkQueries;
+    if (max_queries > most)
+      throw InputError("quoka: chunks of more than " + std::to_string(most) + " queries are not supported on " +
+                       device.info().name);
     return std::max<uint32_t>(1, max_queries);
   }
 
