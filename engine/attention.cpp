@@ -92,14 +92,11 @@ AttentionTiling choose_base_tiling(const AttentionShape& shape, uint32_t shared_
 }
 
 // Loop iterations attention_tile.glsl completes per key tile (each loop also
-// counts its exit test; none is taken as unrolled, so this is an upper bound),
-// and the most tiles a split may hold under a device's loop limit
-// (vk::DeviceInfo::loop_limit; 0 when there is none), less kLoopsOutsideKeyLoop for the
-// loops before and after the key loop. Without this bound, lavapipe ended dense
-// prefill over 8k keys (128 tiles a split) after about 60 tiles and returned
-// wrong outputs (docs/perf.md, session 13).
-constexpr uint32_t kLoopsOutsideKeyLoop = 512;
-
+// counts its exit test; none is taken as unrolled, so this is an upper bound).
+// Under a loop limit (vk::DeviceInfo::loop_limit) a split holds at most the
+// tiles units_within_loop_limit allows. Without that bound, lavapipe ended
+// dense prefill over 8k keys (128 tiles a split) after about 60 tiles and
+// returned wrong outputs (docs/perf.md, session 13).
 uint32_t tile_loop_iterations(const AttentionTiling& t, uint32_t dim) {
   const auto loop = [&](uint32_t items) { return ceil_div(items, t.workgroup) + 1; };
   const auto per_invocation = [&](uint32_t items) { return ceil_div(items, t.workgroup); };
@@ -108,11 +105,6 @@ uint32_t tile_loop_iterations(const AttentionTiling& t, uint32_t dim) {
   const uint32_t softmax = loop(t.rows) + per_invocation(t.rows) * 2 * (t.key_tile + 1);
   const uint32_t outputs = per_invocation(t.rows * dim) + 1 + per_invocation(t.rows * dim) * (t.key_tile + 1);
   return 1 + staging + scores + softmax + outputs;
-}
-
-uint32_t most_tiles_per_split(const AttentionTiling& t, uint32_t dim, uint32_t loop_limit) {
-  if (loop_limit == 0) return 0;
-  return std::max<uint32_t>(1, (loop_limit - kLoopsOutsideKeyLoop) / tile_loop_iterations(t, dim));
 }
 
 // Queries x splits of the partial buffers per head: enough for a decode step's
@@ -137,7 +129,7 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
       keys_(keys),
       max_queries_(std::max<uint32_t>(1, max_queries)),
       base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
-      most_tiles_per_split_(most_tiles_per_split(base_, shape.dim, device.info().loop_limit)),
+      most_tiles_per_split_(units_within_loop_limit(device, tile_loop_iterations(base_, shape.dim))),
       partial_rows_(partial_rows(shape, max_queries_, base_, most_tiles_per_split_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};

@@ -50,8 +50,8 @@ QueryStats QueryStatistics::compute(uint32_t head, const Block& block, uint32_t 
   // chunks), probabilities, 31 bisection steps and the count; the chunk's n
   // queries for the mean. Past a loop limit (vk::DeviceInfo::loop_limit) the
   // counts would be wrong without a word, so refuse.
-  const uint64_t loop_iterations = uint64_t(ceil_div(range.last, 256)) * (s.dim / 8 + 36) + 32 * 12 + n + 512;
-  if (const uint32_t limit = device_.info().loop_limit; limit != 0 && loop_iterations > limit)
+  const uint64_t loop_iterations = uint64_t(ceil_div(range.last, 256)) * (s.dim / 8 + 36) + 32 * 12 + n;
+  if (!within_loop_limit(device_, loop_iterations))
     throw InputError("query statistics over " + std::to_string(range.last) + " keys exceed the loop limit of " +
                      device_.info().name);
   const layouts::QueryStatsPush push{n,     s.tokens,    head / s.group(), range.first,

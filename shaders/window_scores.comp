@@ -4,7 +4,8 @@
 // probabilities normalised by window_log_sum_exp.comp. One dispatch covers a
 // slice of the window's rows; later slices add to the first's sums, so that
 // no invocation outruns a loop limit (vk::DeviceInfo::loop_limit; the host
-// counts this kernel's loops per row: WindowMethod::rows_per_slice).
+// counts this kernel's loops per row: window_row_iterations in
+// engine/methods/window_methods.cpp).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

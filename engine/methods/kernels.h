@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -21,5 +22,24 @@ vk::Kernel make_layer_kernel(const vk::Device& device, const char* name, std::sp
 }
 
 inline uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+
+// Loop limits (vk::DeviceInfo::loop_limit, lavapipe's 65535): a kernel whose
+// loops grow with its input counts their iterations, exit tests included, and
+// leaves kLoopMargin of the limit to the loops around the counted ones.
+constexpr uint32_t kLoopMargin = 512;
+
+// Whether an invocation's `iterations` fit the device's loop limit; always where it has none.
+inline bool within_loop_limit(const vk::Device& device, uint64_t iterations) {
+  const uint32_t limit = device.info().loop_limit;
+  return limit == 0 || iterations + kLoopMargin <= limit;
+}
+
+// How many units of work of `iterations` each one invocation may do under the
+// device's loop limit (at least 1); 0 where it has none.
+inline uint32_t units_within_loop_limit(const vk::Device& device, uint64_t iterations) {
+  const uint32_t limit = device.info().loop_limit;
+  if (limit == 0) return 0;
+  return uint32_t(std::max<uint64_t>(1, (limit - kLoopMargin) / iterations));
+}
 
 }  // namespace kv

@@ -15,9 +15,7 @@ namespace {
 // Loop iterations (exit tests included) oracle_prefill_scores.comp completes
 // per tile of ORACLE_QUERY_TILE rows: the tile, its query loads (4 channels a
 // step), the lse loads, and per row its dot product. Devices that end loops
-// early (vk::DeviceInfo::loop_limit) get the rows in slices of whole tiles;
-// kLoopMargin covers the key's loads before the row loop.
-constexpr uint32_t kLoopMargin = 512;
+// early (vk::DeviceInfo::loop_limit) get the rows in slices of whole tiles.
 uint32_t tile_iterations(uint32_t dim) {
   const uint32_t loads = ceil_div(ORACLE_QUERY_TILE * (dim / 8), 128);
   return 1 + (loads + 1) + loads * 5 + 2 + ORACLE_QUERY_TILE * (1 + dim / 4 + 1) + 1;
@@ -35,8 +33,8 @@ class Oracle final : public Method {
                                                                           oracle_prefill_scores_spirv, 4, layer.shape, layer.dtype)),
         topk_(device),
         scores_(device, size_t(rows()) * layer.shape.tokens * sizeof(float)) {
-    if (const uint32_t limit = device.info().loop_limit; limit != 0)
-      slice_rows_ = std::max<uint32_t>(1, (limit - kLoopMargin) / tile_iterations(layer.shape.dim)) * ORACLE_QUERY_TILE;
+    if (const uint32_t tiles = units_within_loop_limit(device, tile_iterations(layer.shape.dim)); tiles != 0)
+      slice_rows_ = tiles * ORACLE_QUERY_TILE;
   }
 
   std::string name() const override { return "oracle"; }
@@ -54,8 +52,8 @@ class Oracle final : public Method {
       pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, &scores_}, push, ceil_div(candidates, 128), s.heads, 1,
                     "oracle_scores");
     else
-      for (push.slice_first = 0; push.slice_first < s.group() * block.n_queries; push.slice_first += slice_rows_) {
-        push.slice_count = slice_rows_;
+      for (push.slice_first = 0; push.slice_first < s.group() * block.n_queries; push.slice_first += push.slice_count) {
+        push.slice_count = std::min(s.group() * block.n_queries - push.slice_first, slice_rows_);
         pass.dispatch(scores_kernel_, {inputs.queries, &layer_.keys, inputs.dense_lse, &scores_}, push,
                       ceil_div(candidates, 128), s.kv_heads, 1, "oracle_scores");
       }
@@ -70,7 +68,7 @@ class Oracle final : public Method {
   vk::Kernel scores_kernel_;
   TopK topk_;
   vk::Buffer scores_;
-  uint32_t slice_rows_ = std::numeric_limits<uint32_t>::max() / 2;  // prefill rows per oracle_scores dispatch
+  uint32_t slice_rows_ = std::numeric_limits<uint32_t>::max();  // prefill rows per oracle_scores dispatch
 };
 
 }  // namespace

@@ -31,9 +31,7 @@ uint32_t max_window(WindowKind kind, const MethodOptions& o, uint32_t tokens) {
 
 // Loop iterations (each loop's exit test included) window_scores.comp and
 // window_log_sum_exp.comp complete per window row and per key, for devices
-// that end loops early (vk::DeviceInfo::loop_limit); kLoopMargin covers the
-// loops around them.
-constexpr uint32_t kLoopMargin = 512;
+// that end loops early (vk::DeviceInfo::loop_limit).
 uint32_t window_row_iterations(uint32_t dim) { return 1 + 2 + (dim / 8 + 1); }  // the row, the query's load, the key's chunks
 uint32_t lse_key_iterations(uint32_t dim) { return 1 + (dim / 8 + 1); }  // the key, its chunks (4 channels unrolled)
 
@@ -58,14 +56,13 @@ class WindowMethod final : public Method {
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4),
         pooled_(device, kind == Kind::snapkv ? size_t(layer.shape.kv_heads) * layer.shape.tokens * 4 : 4) {
     if (layer.host_queries.empty()) throw InputError(name() + " needs the layer's queries");
-    const uint32_t limit = device.info().loop_limit, dim = layer.shape.dim;
-    if (limit != 0 && uint64_t(ceil_div(layer.shape.tokens, 128)) * lse_key_iterations(dim) + kLoopMargin > limit)
+    const uint32_t dim = layer.shape.dim;
+    if (!within_loop_limit(device, uint64_t(ceil_div(layer.shape.tokens, 128)) * lse_key_iterations(dim)))
       throw InputError(name() + ": " + std::to_string(layer.shape.tokens) + " tokens at d=" + std::to_string(dim) +
                        " exceed the loop limit of " + device.info().name + " (window_log_sum_exp)");
-    if (limit != 0) {
-      const uint32_t r = layer.shape.group();
-      rows_per_slice_ = std::max<uint32_t>(1, ((limit - kLoopMargin) / r) / window_row_iterations(dim));
-    }
+    if (const uint32_t rows = units_within_loop_limit(device, uint64_t(layer.shape.group()) * window_row_iterations(dim));
+        rows != 0)
+      rows_per_slice_ = rows;
   }
 
   std::string name() const override {
