@@ -92,7 +92,7 @@ struct ByteModel {
     if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
     if (stage == "page_scores") return G * (n / page_size) * 2 * d * element;  // bounds in the storage type
     if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
-    if (stage == "key_scores" || stage == "key_sums" || stage == "window_lse" || stage == "window_scores")
+    if (stage == "key_scores" || stage == "key_sums" || stage == "window_row_stats" || stage == "window_scores")
       return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
     if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
     if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;

@@ -13,7 +13,6 @@
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
-const uint THREADS = 128u;
 
 #include "load.glsl"
 
@@ -24,10 +23,7 @@ layout(push_constant) uniform KeyDiffPush { KEYDIFF_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
-const uint CHUNKS = HEAD_DIM / 8u;
-const uint LANES = THREADS / CHUNKS;  // keys read side by side
-const uint UNROLL = 4u;               // keys an invocation holds a round
-const uint ROUND_KEYS = LANES * UNROLL;
+#include "keydiff_rounds.glsl"
 
 shared float partial_squares[THREADS * UNROLL];  // [round key][chunk]
 shared float inverse_norm[ROUND_KEYS];
@@ -36,13 +32,11 @@ shared float lane_sums[THREADS * 8u];
 void main() {
   const uint split = gl_WorkGroupID.x, g = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
   const uint first = split * KEYDIFF_SPLIT, count = min(KEYDIFF_SPLIT, pc.n_candidates - first);
-  const uint chunk = tid % CHUNKS, lane = tid / CHUNKS;
-  const bool has_lane = lane < LANES;  // CHUNKS need not divide THREADS
-  const uint row_first = (g * pc.n_tokens + first) * HEAD_DIM + chunk * 8u;
+  const uint chunk = key_chunk(), lane = key_lane();
+  const bool has_lane = has_key_lane();
 
   uvec4 raw_a[UNROLL], raw_b[UNROLL];
-  [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
-    if (has_lane && lane + LANES * u < count) load_key_raw(row_first + (lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+  load_round(g, first, count, 0u, raw_a, raw_b);
 
   vec4 sum_lo = vec4(0), sum_hi = vec4(0);
   for (uint round_first = 0u; round_first < count; round_first += ROUND_KEYS) {
@@ -53,9 +47,7 @@ void main() {
       else lo[u] = hi[u] = vec4(0);
       if (has_lane) partial_squares[key * CHUNKS + chunk] = dot(lo[u], lo[u]) + dot(hi[u], hi[u]);
     }
-    const uint next_first = round_first + ROUND_KEYS;
-    [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
-      if (has_lane && next_first + lane + LANES * u < count) load_key_raw(row_first + (next_first + lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+    load_round(g, first, count, round_first + ROUND_KEYS, raw_a, raw_b);
     barrier();
     for (uint key = tid; key < ROUND_KEYS; key += THREADS) {
       float squares = 0.0;

@@ -11,7 +11,6 @@
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
-const uint THREADS = 128u;
 
 #include "load.glsl"
 
@@ -23,10 +22,7 @@ layout(push_constant) uniform KeyDiffPush { KEYDIFF_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
-const uint CHUNKS = HEAD_DIM / 8u;
-const uint LANES = THREADS / CHUNKS;  // keys read side by side
-const uint UNROLL = 4u;               // keys an invocation holds a round
-const uint ROUND_KEYS = LANES * UNROLL;
+#include "keydiff_rounds.glsl"
 
 shared float anchor_tile[HEAD_DIM];
 shared float anchor_norm;
@@ -36,13 +32,11 @@ shared float partial_squares[THREADS * UNROLL];
 void main() {
   const uint g = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
   const uint first = gl_WorkGroupID.x * KEYDIFF_SPLIT, count = min(KEYDIFF_SPLIT, pc.n_candidates - first);
-  const uint chunk = tid % CHUNKS, lane = tid / CHUNKS;
-  const bool has_lane = lane < LANES;  // CHUNKS need not divide THREADS
-  const uint row_first = (g * pc.n_tokens + first) * HEAD_DIM + chunk * 8u;
+  const uint chunk = key_chunk(), lane = key_lane();
+  const bool has_lane = has_key_lane();
 
   uvec4 raw_a[UNROLL], raw_b[UNROLL];
-  [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
-    if (has_lane && lane + LANES * u < count) load_key_raw(row_first + (lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+  load_round(g, first, count, 0u, raw_a, raw_b);
 
   for (uint c = tid; c < HEAD_DIM; c += THREADS) anchor_tile[c] = anchor[g * HEAD_DIM + c];
   barrier();
@@ -64,9 +58,7 @@ void main() {
         partial_squares[key * CHUNKS + chunk] = dot(lo, lo) + dot(hi, hi);
       }
     }
-    const uint next_first = round_first + ROUND_KEYS;
-    [[unroll]] for (uint u = 0u; u < UNROLL; ++u)
-      if (has_lane && next_first + lane + LANES * u < count) load_key_raw(row_first + (next_first + lane + LANES * u) * HEAD_DIM, raw_a[u], raw_b[u]);
+    load_round(g, first, count, round_first + ROUND_KEYS, raw_a, raw_b);
     barrier();
     for (uint key = tid; key < ROUND_KEYS && round_first + key < count; key += THREADS) {
       float dot_product = 0.0, squares = 0.0;

@@ -219,10 +219,10 @@ KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
   uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
 
-// window_log_sum_exp.comp and window_scores.comp (SnapKV, H2O, SampleAttention):
-// the dense attention of the window queries window_first + i * window_stride,
-// i < window_count, each over its causal keys; summed over a KV head's query
-// heads and the window per candidate key [0, n_candidates).
+// window_row_stats.comp, window_lse.comp and window_scores.comp (SnapKV, H2O,
+// SampleAttention): the dense attention of the window queries window_first +
+// i * window_stride, i < window_count, each over its causal keys; summed over a
+// KV head's query heads and the window per candidate key [0, n_candidates).
 #define WINDOW_FIELDS \
   uint n_heads;      \
   uint n_kv_heads;   \
@@ -234,8 +234,8 @@ KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
   uint row_stride;   \
   float scale_log2;  \
   uint pool;         /* snapkv_pool.comp: the average-pooling kernel size, odd */ \
-  uint slice_first;  /* window_scores.comp: window rows [slice_first, slice_first + slice_count); */ \
-  uint slice_count;  /* a slice after the first adds to the scores (loop limits: WindowMethod) */
+  uint n_splits;     /* window_row_stats.comp: each row's keys in n_splits splits of split_keys (a multiple of 64) */ \
+  uint split_keys;
 KV_PUSH_STRUCT(WindowPush, WINDOW_FIELDS)
 
 // recent_keys.comp: after a top-k of the heavy keys, the `recent` candidates

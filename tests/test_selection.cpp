@@ -132,9 +132,9 @@ const AttentionShape kManySplits{4, 2, 13000, 128};
 // KeyDiff's key sums and key scores read a key as d / 8 invocations side by
 // side: with d = 40, 25 keys take 125 of the 128 invocations.
 const AttentionShape kKeyOf40{4, 2, 700, 40};
-// H2O's window of every query so far: under lavapipe's loop limit window_scores
-// takes at most 812 rows of 4 heads a dispatch here, so two dispatches
-// (vk::DeviceInfo::loop_limit; one dispatch ended its loops early).
+// H2O's window of every query so far: 4800 window rows a KV head. Session 13's
+// window_scores ended its loops early here under lavapipe's loop limit
+// (vk::DeviceInfo::loop_limit); the tiled kernels stay far under it.
 const AttentionShape kLongWindow{8, 2, 1200, 128};
 const AttentionShape kGroupOf8{16, 2, 700, 128};
 
@@ -260,8 +260,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, MetricsTest, ::testing::Values(Mode::decode, Mod
 
 // The scores behind a selection against float64, for the methods whose scores
 // come from more than one kernel: Fier (its quantised keys and approximate
-// q . k) and QuoKA (on a device with tensor cores, fp16 chunks of at most 16
-// aggregates take quoka_key_scores_matrix, the rest quoka_key_scores). Each
+// q . k), QuoKA (on a device with tensor cores, fp16 chunks of at most 16
+// aggregates take quoka_key_scores_matrix, the rest quoka_key_scores), and
+// SnapKV, H2O and SampleAttention (row statistics in splits, their merge, the
+// attention sums over tiles of 64 window rows by 64 keys). Each
 // case scores a long block and then a shorter one with other queries, so a
 // kernel that left the first block's scores would fail the second.
 struct ScoresCase {
@@ -271,6 +273,7 @@ struct ScoresCase {
   DType dtype;
   Mode mode;
   MethodOptions options;
+  uint32_t budget = 16;
 };
 
 MethodOptions fier_options(uint32_t group_size, HeadAggregate aggregate) {
@@ -291,14 +294,14 @@ class ScoresTest : public test::GpuTest, public ::testing::WithParamInterface<Sc
 
 TEST_P(ScoresTest, MatchFloat64) {
   const ScoresCase& c = GetParam();
-  const uint32_t chunk = 48;
+  const uint32_t chunk = 48, budget = c.budget;
   Capture capture(random_capture("scores_" + c.name, c.shape, c.dtype));
   Inspector inspector(test::device(), capture, 0, c.mode, chunk);
   const reference::HostLayer host = reference::host_layer(capture, capture.layer(0));
   const std::vector<Block> blocks = blocks_with_candidates(c.mode, c.shape.tokens, 40, chunk);
   size_t rows_compared = 0;
   for (const Block& block : {blocks.back(), blocks.front()}) {
-    const Inspection got = inspector.inspect(block, c.method, c.options, 16);
+    const Inspection got = inspector.inspect(block, c.method, c.options, budget);
     std::vector<std::vector<double>> want;
     std::vector<double> query_gaps;  // QuoKA: rows whose kept queries float32 may pick otherwise are left out
     if (c.method == "fier") want = reference::fier_scores(host, c.options, block);
@@ -306,6 +309,9 @@ TEST_P(ScoresTest, MatchFloat64) {
       for (uint32_t g = 0; g < c.shape.kv_heads; ++g) want.push_back(reference::quoka_scores(host, c.options, block, g));
       query_gaps = reference::quoka_decision_gaps(host, c.options, block, UINT32_MAX);
     }
+    if (c.method == "snapkv" || c.method == "h2o" || c.method == "sampleattention")
+      for (uint32_t g = 0; g < c.shape.kv_heads; ++g)
+        want.push_back(reference::window_scores(host, c.method, c.options, block, budget, g));
     ASSERT_EQ(got.score_layout.rows, want.size());
     for (size_t r = 0; r < want.size(); ++r) {
       if (!query_gaps.empty() && query_gaps[r] < 1e-5) continue;
@@ -332,7 +338,18 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"fier_d512", "fier", {4, 2, 150, 512}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
         ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
-        ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)}),
+        ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)},
+        // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
+        // a budget above the 32 recent keys, so that some are scored.
+        ScoresCase{"snapkv", "snapkv", {8, 2, 301, 64}, DType::f16, Mode::decode, {}, 48},
+        ScoresCase{"snapkv_prefill_bf16", "snapkv", {8, 4, 330, 128}, DType::bf16, Mode::prefill, {}},
+        // Up to 1400 rows a KV head, whose tiles straddle the two heads; tiles
+        // that end before a workgroup's keys are skipped; three key splits.
+        ScoresCase{"h2o", "h2o", {4, 2, 700, 128}, DType::f16, Mode::decode, {}},
+        // Five channel steps; with 319 rows a head, a tile of the second head's rows
+        // ends at position 128, where a workgroup's keys start: the skip's edge.
+        ScoresCase{"h2o_d40", "h2o", {4, 2, 319, 40}, DType::f16, Mode::decode, {}},
+        ScoresCase{"sampleattention_f32", "sampleattention", {12, 2, 290, 64}, DType::f32, Mode::decode, {}}),
     [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
 
 // Per-cache metadata updated after an append equals metadata built at once.

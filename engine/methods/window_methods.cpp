@@ -3,7 +3,6 @@
 // queries, pooled; H2O: every query so far; SampleAttention: sampled queries
 // at a stride), plus the most recent candidates.
 #include <algorithm>
-#include <limits>
 
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
@@ -12,7 +11,8 @@
 #include "recent_keys.spv.h"
 #include "snapkv_pool.spv.h"
 #include "topk.h"
-#include "window_log_sum_exp.spv.h"
+#include "window_lse.spv.h"
+#include "window_row_stats.spv.h"
 #include "window_scores.spv.h"
 
 namespace kv {
@@ -29,11 +29,17 @@ uint32_t max_window(WindowKind kind, const MethodOptions& o, uint32_t tokens) {
   return tokens;
 }
 
-// Loop iterations (each loop's exit test included) window_scores.comp and
-// window_log_sum_exp.comp complete per window row and per key, for devices
-// that end loops early (vk::DeviceInfo::loop_limit).
-uint32_t window_row_iterations(uint32_t dim) { return 1 + 2 + (dim / 8 + 1); }  // the row, the query's load, the key's chunks
-uint32_t lse_key_iterations(uint32_t dim) { return 1 + (dim / 8 + 1); }  // the key, its chunks (4 channels unrolled)
+// window_tile.glsl's tiles: 64 window rows by 64 keys.
+constexpr uint32_t kTile = 64;
+// window_row_stats splits each row's keys until this many workgroups run
+// (enough to fill a large GPU), in splits of at least kMinSplitTiles key tiles.
+constexpr uint32_t kStatsWorkgroups = 1024, kMinSplitTiles = 4;
+
+// Loop iterations (each loop's exit test included) window_row_stats.comp and
+// window_scores.comp complete per tile, for devices that end loops early
+// (vk::DeviceInfo::loop_limit): the tile loop's test and tile_logits' channel
+// steps (d / 8 and the exit test); the loops inside a step are unrolled.
+uint32_t window_tile_iterations(uint32_t dim) { return 1 + (dim / 8 + 1); }
 
 class WindowMethod final : public Method {
  public:
@@ -43,8 +49,10 @@ class WindowMethod final : public Method {
       : layer_(layer),
         options_(options),
         kind_(kind),
-        lse_kernel_(make_layer_kernel<layouts::WindowPush>(device, "window_log_sum_exp", window_log_sum_exp_spirv, 3,
-                                                           layer.shape, layer.dtype)),
+        max_tiles_per_split_(units_within_loop_limit(device, window_tile_iterations(layer.shape.dim))),
+        stats_kernel_(make_layer_kernel<layouts::WindowPush>(device, "window_row_stats", window_row_stats_spirv, 3,
+                                                             layer.shape, layer.dtype)),
+        lse_kernel_(device, "window_lse", window_lse_spirv, {2, sizeof(layouts::WindowPush)}, {}),
         scores_kernel_(make_layer_kernel<layouts::WindowPush>(device, "window_scores", window_scores_spirv, 4,
                                                               layer.shape, layer.dtype)),
         pool_kernel_(device, "snapkv_pool", snapkv_pool_spirv, {2, sizeof(layouts::WindowPush)}, {}),
@@ -52,17 +60,15 @@ class WindowMethod final : public Method {
         topk_(device),
         queries_(device, size_t(layer.shape.heads) * max_window(kind, options, layer.shape.tokens) * layer.shape.dim *
                              dtype_size(layer.dtype)),
-        lse_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
+        row_stats_(device, most_row_stats(max_window(kind, options, layer.shape.tokens)) * 8),
+        lse_(device, size_t(layer.shape.heads) * max_window(kind, options, layer.shape.tokens) * 4),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * 4),
         pooled_(device, kind == Kind::snapkv ? size_t(layer.shape.kv_heads) * layer.shape.tokens * 4 : 4) {
     if (layer.host_queries.empty()) throw InputError(name() + " needs the layer's queries");
-    const uint32_t dim = layer.shape.dim;
-    if (!within_loop_limit(device, uint64_t(ceil_div(layer.shape.tokens, 128)) * lse_key_iterations(dim)))
-      throw InputError(name() + ": " + std::to_string(layer.shape.tokens) + " tokens at d=" + std::to_string(dim) +
-                       " exceed the loop limit of " + device.info().name + " (window_log_sum_exp)");
-    if (const uint32_t rows = units_within_loop_limit(device, uint64_t(layer.shape.group()) * window_row_iterations(dim));
-        rows != 0)
-      rows_per_slice_ = rows;
+    const uint32_t most_rows = layer.shape.group() * max_window(kind, options, layer.shape.tokens);
+    if (max_tiles_per_split_ != 0 && ceil_div(most_rows, kTile) > max_tiles_per_split_)
+      throw InputError(name() + ": a window of " + std::to_string(most_rows) + " query rows per KV head exceeds the loop limit of " +
+                       device.info().name + " (window_scores)");
   }
 
   std::string name() const override {
@@ -93,12 +99,15 @@ class WindowMethod final : public Method {
       std::vector<uint32_t> positions(w.count);
       for (uint32_t i = 0; i < w.count; ++i) positions[i] = w.first + i * w.stride;
       queries_.upload(gather_queries(s, layer_.dtype, layer_.host_queries, positions));
-      pass.dispatch(lse_kernel_, {&queries_, &layer_.keys, &lse_}, push, w.count, s.heads, 1, "window_lse");
-      for (push.slice_first = 0; push.slice_first < w.count; push.slice_first += push.slice_count) {
-        push.slice_count = std::min(w.count - push.slice_first, rows_per_slice_);
-        pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, 128),
-                      s.kv_heads, 1, "window_scores");
-      }
+      const uint32_t rows = s.group() * w.count;
+      const KeySplits splits = key_splits(rows, positions.back() + 1);
+      push.n_splits = splits.count;
+      push.split_keys = splits.keys;
+      pass.dispatch(stats_kernel_, {&queries_, &layer_.keys, &row_stats_}, push, ceil_div(rows, kTile), splits.count,
+                    s.kv_heads, "window_row_stats");
+      pass.dispatch(lse_kernel_, {&row_stats_, &lse_}, push, ceil_div(s.heads * w.count, 128), 1, 1, "window_lse");
+      pass.dispatch(scores_kernel_, {&queries_, &layer_.keys, &lse_, &scores_}, push, ceil_div(prefix, kTile), s.kv_heads,
+                    1, "window_scores");
       const vk::Buffer* ranked = &scores_;
       if (kind_ == Kind::snapkv) {
         pass.dispatch(pool_kernel_, {&scores_, &pooled_}, push, ceil_div(prefix, 128), s.kv_heads, 1, "pool");
@@ -111,13 +120,36 @@ class WindowMethod final : public Method {
   }
 
  private:
+  struct KeySplits {
+    uint32_t count, keys;  // splits of `keys` keys each (a multiple of kTile)
+  };
+
+  // How window_row_stats splits the keys [0, keys) of `rows` window rows a KV head.
+  KeySplits key_splits(uint32_t rows, uint32_t keys) const {
+    const uint32_t tiles = ceil_div(keys, kTile), row_tiles = ceil_div(rows, kTile);
+    const uint32_t wanted = ceil_div(kStatsWorkgroups, row_tiles * layer_.shape.kv_heads);
+    uint32_t tiles_per_split = ceil_div(tiles, std::clamp(wanted, 1u, ceil_div(tiles, kMinSplitTiles)));
+    if (max_tiles_per_split_ != 0) tiles_per_split = std::min(tiles_per_split, max_tiles_per_split_);
+    return {ceil_div(tiles, tiles_per_split), tiles_per_split * kTile};
+  }
+
+  // The most (row, split) statistics a block's window may need, over window
+  // lengths up to `window` (keys up to the capture's length).
+  size_t most_row_stats(uint32_t window) const {
+    size_t most = 0;
+    for (uint32_t count = 1; count <= window; ++count)
+      most = std::max(most, size_t(layer_.shape.heads) * count *
+                                key_splits(layer_.shape.group() * count, layer_.shape.tokens).count);
+    return most;
+  }
+
   const GpuLayer& layer_;
   MethodOptions options_;
   Kind kind_;
-  vk::Kernel lse_kernel_, scores_kernel_, pool_kernel_, recent_kernel_;
+  uint32_t max_tiles_per_split_;  // key tiles per window_row_stats split, row tiles of window_scores, under a loop limit; 0: none
+  vk::Kernel stats_kernel_, lse_kernel_, scores_kernel_, pool_kernel_, recent_kernel_;
   TopK topk_;
-  vk::Buffer queries_, lse_, scores_, pooled_;
-  uint32_t rows_per_slice_ = std::numeric_limits<uint32_t>::max();  // window rows per window_scores dispatch
+  vk::Buffer queries_, row_stats_, lse_, scores_, pooled_;
 };
 
 }  // namespace

@@ -214,46 +214,44 @@ Selection sparq(const HostLayer& l, const MethodOptions& o, const Block& block, 
   return s;
 }
 
-// SnapKV and H2O: per KV head, the attention of the window queries
-// [first, first + count) summed over the group's heads and the window, over the
-// scored prefix (optionally average-pooled), top budget - recent, then the
-// `recent` last candidates.
-Selection window_method(const HostLayer& l, const Block& block, uint32_t budget, const Window& w, uint32_t pool) {
-  const uint32_t recent = w.recent;
-  const uint32_t n = block.candidates(), prefix = n - recent, heavy = budget - recent, r = l.shape.group();
+// SnapKV, H2O and SampleAttention's scores of KV head g: the attention of the
+// window queries first + i * stride, i < count, summed over the group's heads
+// and the window, over the scored prefix, average-pooled when pool > 1.
+Vector window_scores(const HostLayer& l, const Block& block, const Window& w, uint32_t pool, uint32_t g) {
+  const uint32_t prefix = block.candidates() - w.recent, r = l.shape.group();
+  Vector scores(prefix, 0.0);
+  for (uint32_t h = g * r; h < (g + 1) * r; ++h)
+    for (uint32_t i = 0; i < w.count; ++i) {
+      const uint32_t position = w.first + i * w.stride;
+      const Vector p = probabilities(l, h, position);
+      for (uint32_t j = 0; j < prefix && j <= position; ++j) scores[j] += p[j];
+    }
+  if (pool <= 1) return scores;
+  Vector pooled(prefix, 0.0);
+  for (int64_t j = 0; j < prefix; ++j)
+    for (int64_t u = -int64_t(pool / 2); u <= int64_t(pool / 2); ++u)
+      if (j + u >= 0 && j + u < prefix) pooled[j] += scores[j + u] / pool;
+  return pooled;
+}
+
+WindowKind window_kind(const std::string& method) {
+  return method == "snapkv" ? WindowKind::snapkv : method == "h2o" ? WindowKind::h2o : WindowKind::sample_attention;
+}
+
+uint32_t window_pool(WindowKind kind, const MethodOptions& o) { return kind == WindowKind::snapkv ? o.snap_pool : 1; }
+
+// Per KV head, the top budget - recent window scores, then the `recent` last candidates.
+Selection window_method(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget, WindowKind kind) {
+  const Window w = window(kind, o, block, budget);
+  const uint32_t n = block.candidates(), prefix = n - w.recent, heavy = budget - w.recent;
+  const uint32_t pool = window_pool(kind, o);
   Selection s;
   for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
-    Vector scores(prefix, 0.0);
-    for (uint32_t h = g * r; h < (g + 1) * r; ++h)
-      for (uint32_t i = 0; i < w.count; ++i) {
-        const uint32_t position = w.first + i * w.stride;
-        const Vector p = probabilities(l, h, position);
-        for (uint32_t j = 0; j < prefix && j <= position; ++j) scores[j] += p[j];
-      }
-    if (pool > 1) {
-      Vector pooled(prefix, 0.0);
-      for (int64_t j = 0; j < prefix; ++j)
-        for (int64_t u = -int64_t(pool / 2); u <= int64_t(pool / 2); ++u)
-          if (j + u >= 0 && j + u < prefix) pooled[j] += scores[j + u] / pool;
-      scores = pooled;
-    }
-    std::vector<int32_t> kept = heavy > 0 ? top_k(scores, heavy) : std::vector<int32_t>{};
+    std::vector<int32_t> kept = heavy > 0 ? top_k(window_scores(l, block, w, pool, g), heavy) : std::vector<int32_t>{};
     for (uint32_t j = prefix; j < n; ++j) kept.push_back(int32_t(j));
     s.push_back(kept);
   }
   return s;
-}
-
-Selection snapkv(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  return window_method(l, block, budget, window(WindowKind::snapkv, o, block, budget), o.snap_pool);
-}
-
-Selection h2o(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  return window_method(l, block, budget, window(WindowKind::h2o, o, block, budget), 1);
-}
-
-Selection sample_attention(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  return window_method(l, block, budget, window(WindowKind::sample_attention, o, block, budget), 1);
 }
 
 Selection loki(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
@@ -429,6 +427,12 @@ std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOpti
   return gaps;
 }
 
+std::vector<double> window_scores(const HostLayer& layer, const std::string& method, const MethodOptions& options,
+                                  const Block& block, uint32_t budget, uint32_t kv_head) {
+  const WindowKind kind = window_kind(method);
+  return window_scores(layer, block, window(kind, options, block, budget), window_pool(kind, options), kv_head);
+}
+
 Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
                  uint32_t budget) {
   if (method == "oracle") return oracle(layer, block, budget);
@@ -439,10 +443,9 @@ Selection select(const std::string& method, const MethodOptions& options, const 
   if (method == "keydiff") return keydiff(layer, block, budget);
   if (method == "tova") return tova(layer, block, budget);
   if (method == "sparq") return sparq(layer, options, block, budget);
-  if (method == "snapkv") return snapkv(layer, options, block, budget);
   if (method == "loki") return loki(layer, options, block, budget);
-  if (method == "h2o") return h2o(layer, options, block, budget);
-  if (method == "sampleattention") return sample_attention(layer, options, block, budget);
+  if (method == "snapkv" || method == "h2o" || method == "sampleattention")
+    return window_method(layer, options, block, budget, window_kind(method));
   throw InputError("reference: unknown method '" + method + "'");
 }
 

@@ -33,6 +33,11 @@ std::vector<double> quoka_scores(const HostLayer& layer, const MethodOptions& op
 // (query head, or KV head aggregated over its heads): what its top-k ranks.
 std::vector<std::vector<double>> fier_scores(const HostLayer& layer, const MethodOptions& options, const Block& block);
 
+// SnapKV, H2O or SampleAttention's scores of KV head `kv_head` for `budget`:
+// its candidates before the recent ones, SnapKV's average-pooled. What its top-k ranks.
+std::vector<double> window_scores(const HostLayer& layer, const std::string& method, const MethodOptions& options,
+                                  const Block& block, uint32_t budget, uint32_t kv_head);
+
 // QuoKA decides twice per KV head: which n_q queries of each of its heads are
 // least similar to their mean, and which `budget` keys score highest. Per KV
 // head, the smallest gap between the values on either side of either cut
