@@ -124,13 +124,15 @@ class WindowMethod final : public Method {
     uint32_t count, keys;  // splits of `keys` keys each (a multiple of kTile)
   };
 
-  // How window_row_stats splits the keys [0, keys) of `rows` window rows a KV head.
+  // How window_row_stats splits the keys [0, keys) of `rows` window rows a KV
+  // head. The count never falls as `keys` grows (trailing splits may be
+  // empty), so most_row_stats may size the statistics at the capture's length.
   KeySplits key_splits(uint32_t rows, uint32_t keys) const {
     const uint32_t tiles = ceil_div(keys, kTile), row_tiles = ceil_div(rows, kTile);
-    const uint32_t wanted = ceil_div(kStatsWorkgroups, row_tiles * layer_.shape.kv_heads);
-    uint32_t tiles_per_split = ceil_div(tiles, std::clamp(wanted, 1u, ceil_div(tiles, kMinSplitTiles)));
-    if (max_tiles_per_split_ != 0) tiles_per_split = std::min(tiles_per_split, max_tiles_per_split_);
-    return {ceil_div(tiles, tiles_per_split), tiles_per_split * kTile};
+    uint32_t count = std::clamp(ceil_div(kStatsWorkgroups, row_tiles * layer_.shape.kv_heads), 1u,
+                                ceil_div(tiles, kMinSplitTiles));
+    if (max_tiles_per_split_ != 0) count = std::max(count, ceil_div(tiles, max_tiles_per_split_));
+    return {count, ceil_div(tiles, count) * kTile};
   }
 
   // The most (row, split) statistics a block's window may need, over window
