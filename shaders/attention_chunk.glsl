@@ -30,6 +30,7 @@ layout(local_size_x = 128) in;
 #include "common.glsl"
 #include "load.glsl"
 #include "attention_bindings.glsl"
+layout(std430, binding = 3) writeonly buffer PartialOutputPieces { vec4 partial_output_pieces[]; };  // partial_output
 
 const uint ROWS = 64, KEY_TILE = 32, FRAGMENT = 16;
 const uint CHUNKS = HEAD_DIM / 8u;          // 16-byte pieces of a row
@@ -200,19 +201,27 @@ void main() {
   }
 
   sum += subgroupShuffleXor(sum, 1u);
-  const uint output_row = row_output[row];
+  if (limit > 0u && half_ == 0u) partial_stats[row_output[row] * pc.n_splits + split] = vec2(reference_max, sum);
+
+  // O leaves through shared memory, two fragments (32 channels) at a time, in
+  // 16-byte pieces, 8 lanes a row: a store instruction covers 4 rows' 128
+  // contiguous bytes. (A lane storing its own row's 16 floats, 32 rows apart
+  // in one instruction, cost ~9 us a dispatch on the H100: docs/perf.md,
+  // session 15.)
   [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
     coopMatStoreNV(o[b], scores_tile, region, KEY_TILE, false);
     coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    if (limit > 0u) {
-      const uint at = region + (lane >> 1u) * KEY_TILE + half_ * FRAGMENT;
-      const uint destination = (output_row * pc.n_splits + split) * HEAD_DIM + (b + half_) * FRAGMENT;
-      [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) partial_output[destination + c] = scores_tile[at + c];
+    [[unroll]] for (uint pass_ = 0u; pass_ < FRAGMENT / 4u; ++pass_) {
+      const uint r = pass_ * 4u + (lane >> 3u), piece = lane & 7u, row_in_tile = subgroup * FRAGMENT + r;
+      if (row_key_limit[row_in_tile] > 0u) {
+        const uint at = region + r * KEY_TILE + piece * 4u;
+        const uint destination = ((row_output[row_in_tile] * pc.n_splits + split) * HEAD_DIM + b * FRAGMENT) / 4u + piece;
+        partial_output_pieces[destination] = vec4(scores_tile[at], scores_tile[at + 1u], scores_tile[at + 2u], scores_tile[at + 3u]);
+      }
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
   }
-  if (limit > 0u && half_ == 0u) partial_stats[output_row * pc.n_splits + split] = vec2(reference_max, sum);
 }

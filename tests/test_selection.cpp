@@ -339,6 +339,10 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)},
+        // The scalar kernel (one aggregate, fp32 keys; bf16 keys) over several
+        // workgroups, the last part-filled.
+        ScoresCase{"quoka_decode_f32", "quoka", {8, 2, 1300, 128}, DType::f32, Mode::decode, quoka_options(false)},
+        ScoresCase{"quoka_mean_bf16", "quoka", {8, 4, 1300, 64}, DType::bf16, Mode::prefill, quoka_options(false)},
         // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
         // a budget above the 32 recent keys, so that some are scored.
         ScoresCase{"snapkv", "snapkv", {8, 2, 301, 64}, DType::f16, Mode::decode, {}, 48},
