@@ -65,7 +65,8 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
 // attention_chunk: fp16 keys and values, d a multiple of 32 (pairs of 16-wide
 // fragments) and at most 128 (the outputs' fragments live in registers).
 bool chunk_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim) {
-  const uint32_t shared = 16 * 2 * kChunkTiling.key_tile * (dim / 8 + 1) + 4 * 4 * 16 * kChunkTiling.key_tile * 3 / 2 +
+  const uint32_t s_stride = kChunkTiling.key_tile + 8, p_stride = kChunkTiling.key_tile / 2 + 4;  // the shader's
+  const uint32_t shared = 16 * 2 * kChunkTiling.key_tile * (dim / 8 + 1) + 4 * 4 * 16 * (s_stride + p_stride) +
                           8 * kChunkTiling.rows + 4 * kChunkTiling.key_tile;
   return device.info().cooperative_matrix && dtype == DType::f16 && dim % 32 == 0 && dim <= 128 &&
          shared <= device.limits().maxComputeSharedMemorySize;

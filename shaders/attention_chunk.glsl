@@ -38,6 +38,11 @@ const uint ROW_PIECES = CHUNKS + 1u;        // padded row in shared memory
 const uint D_BLOCKS = HEAD_DIM / FRAGMENT;
 const uint KEY_BLOCKS = KEY_TILE / FRAGMENT;
 const float RESCALE_MARGIN = 8.0;
+// Row strides of a subgroup's S (floats) and P (fp16 pairs) in shared memory,
+// padded so that fragment stores and loads spread over the banks: at 32 floats
+// a row every row of S began on bank 0 (stores of S 8-way conflicted), and P's
+// 16-word rows put loads 4-way on the same banks.
+const uint S_STRIDE = KEY_TILE + 8u, P_STRIDE = KEY_TILE / 2u + 4u;
 const uint KEY_PIECES = KEY_TILE * CHUNKS / 128u;  // per invocation and tile (d a multiple of 32)
 const uint PIECES = 2u * KEY_PIECES;
 
@@ -47,8 +52,8 @@ const uint PIECES = 2u * KEY_PIECES;
 // Keys in the first KEY_TILE rows, values in the next; the query tile (ROWS =
 // 2 * KEY_TILE rows) before the key loop.
 shared uvec4 tile[2u * KEY_TILE * ROW_PIECES];
-shared float scores_tile[4u * FRAGMENT * KEY_TILE];   // per subgroup: S, or two O fragments
-shared uint p_tile[4u * FRAGMENT * KEY_TILE / 2u];    // per subgroup: P as fp16 pairs
+shared float scores_tile[4u * FRAGMENT * S_STRIDE];  // per subgroup: S, or two O fragments
+shared uint p_tile[4u * FRAGMENT * P_STRIDE];        // per subgroup: P as fp16 pairs
 shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 = no row
 shared uint row_output[ROWS];
 shared int tile_keys[KEY_TILE];
@@ -74,16 +79,16 @@ void fetch_tile(uint list, uint kv_head, uint slot0, uint slot_end, out int tile
 // through its scores_tile region (lane: row lane / 2, columns (lane % 2) * 16 ...).
 void scale_rows(inout FLOAT_FRAGMENT o[D_BLOCKS], float scale, uint region, uint lane) {
   [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
-    coopMatStoreNV(o[b], scores_tile, region, KEY_TILE, false);
-    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
+    coopMatStoreNV(o[b], scores_tile, region, S_STRIDE, false);
+    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, S_STRIDE, false);
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    const uint at = region + (lane >> 1u) * KEY_TILE + (lane & 1u) * FRAGMENT;
+    const uint at = region + (lane >> 1u) * S_STRIDE + (lane & 1u) * FRAGMENT;
     [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) scores_tile[at + c] *= scale;
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    coopMatLoadNV(o[b], scores_tile, region, KEY_TILE, false);
-    coopMatLoadNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
+    coopMatLoadNV(o[b], scores_tile, region, S_STRIDE, false);
+    coopMatLoadNV(o[b + 1u], scores_tile, region + FRAGMENT, S_STRIDE, false);
     subgroupMemoryBarrierShared();
     subgroupBarrier();
   }
@@ -111,15 +116,15 @@ void main() {
   barrier();
 
   const uint row = subgroup * FRAGMENT + (lane >> 1u), half_ = lane & 1u;  // this lane's row and half of the tile
-  // A lane's c-th column of its half, rotated by pairs of rows: rows are KEY_TILE
-  // words apart (the same bank), so unrotated the subgroup's 32 reads of S fell
-  // on 2 banks (16-way conflicts) and its writes of P on 4; rotated, on 16 and
-  // 32 (dense prefill chunk 1281 -> 1035 us at 32k on the H100). Columns c and
-  // c + 1 (c even) stay neighbours, as P's fp16 pairs need.
-  const uint rotation = 2u * (lane >> 2u);
+  // A lane's c-th column of its half, rotated by its row, so that the
+  // subgroup's reads of S and writes of P spread over the banks (unrotated, with
+  // unpadded rows: 16-way conflicts; dense prefill chunk 1281 -> 1035 us at 32k
+  // on the H100, session 5). Columns c and c + 1 (c even) stay neighbours, as
+  // P's fp16 pairs need.
+  const uint rotation = 2u * (lane >> 1u);
 #define skewed(c) (((c) + rotation) % FRAGMENT)
   const uint limit = row_key_limit[row];
-  const uint region = subgroup * FRAGMENT * KEY_TILE;
+  const uint region = subgroup * FRAGMENT * S_STRIDE, p_region = subgroup * FRAGMENT * P_STRIDE;
   float reference_max = LOWEST_FLOAT, sum = 0.0;  // sum: this lane's half of the row
 
 #if KEY_LIST
@@ -153,7 +158,7 @@ void main() {
         coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true);  // K^T
         s = coopMatMulAddNV(q[b], k, s);
       }
-      coopMatStoreNV(s, scores_tile, region + j * FRAGMENT, KEY_TILE, false);
+      coopMatStoreNV(s, scores_tile, region + j * FRAGMENT, S_STRIDE, false);
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
@@ -164,7 +169,7 @@ void main() {
       const uint column = half_ * FRAGMENT + skewed(c);
       int key = tile_keys[column];
       bool causal = key >= 0 && uint(key) < limit;
-      scores[c] = causal ? scores_tile[region + (lane >> 1u) * KEY_TILE + column] * pc.scale_log2 : LOWEST_FLOAT;
+      scores[c] = causal ? scores_tile[region + (lane >> 1u) * S_STRIDE + column] * pc.scale_log2 : LOWEST_FLOAT;
       tile_max = max(tile_max, scores[c]);
     }
     tile_max = max(tile_max, subgroupShuffleXor(tile_max, 1u));
@@ -184,13 +189,13 @@ void main() {
       uint packed = packHalf2x16(p);
       p = unpackHalf2x16(packed);  // the sum counts what P V multiplies
       sum += p.x + p.y;
-      p_tile[(region + (lane >> 1u) * KEY_TILE + half_ * FRAGMENT + skewed(c)) / 2u] = packed;
+      p_tile[p_region + (lane >> 1u) * P_STRIDE + (half_ * FRAGMENT + skewed(c)) / 2u] = packed;
     }
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
       HALF_FRAGMENT p;
-      coopMatLoadNV(p, p_tile, region / 2u + j * FRAGMENT / 2u, KEY_TILE / 2u, false);
+      coopMatLoadNV(p, p_tile, p_region + j * FRAGMENT / 2u, P_STRIDE, false);
       [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
         HALF_FRAGMENT v;
         coopMatLoadNV(v, tile, (KEY_TILE + j * FRAGMENT) * ROW_PIECES + b * 2u, ROW_PIECES, false);
@@ -209,14 +214,14 @@ void main() {
   // in one instruction, cost ~9 us a dispatch on the H100: docs/perf.md,
   // session 15.)
   [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
-    coopMatStoreNV(o[b], scores_tile, region, KEY_TILE, false);
-    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, KEY_TILE, false);
+    coopMatStoreNV(o[b], scores_tile, region, S_STRIDE, false);
+    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, S_STRIDE, false);
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     [[unroll]] for (uint pass_ = 0u; pass_ < FRAGMENT / 4u; ++pass_) {
       const uint r = pass_ * 4u + (lane >> 3u), piece = lane & 7u, row_in_tile = subgroup * FRAGMENT + r;
       if (row_key_limit[row_in_tile] > 0u) {
-        const uint at = region + r * KEY_TILE + piece * 4u;
+        const uint at = region + r * S_STRIDE + piece * 4u;
         const uint destination = ((row_output[row_in_tile] * pc.n_splits + split) * HEAD_DIM + b * FRAGMENT) / 4u + piece;
         partial_output_pieces[destination] = vec4(scores_tile[at], scores_tile[at + 1u], scores_tile[at + 2u], scores_tile[at + 3u]);
       }
