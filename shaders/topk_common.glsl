@@ -62,13 +62,19 @@ shared uint histogram[TOPK_BINS];
 // Reads the histogram in descending bin order (invocation t holds bins
 // TOPK_BINS - 1 - (t * BINS_PER_INVOCATION + j)) and returns (bin, keys in
 // higher bins, keys in the bin) for the bin where the count of keys in higher
-// bins first reaches `remaining`. Call from uniform control flow, after a
-// barrier that follows the histogram's last update.
+// bins first reaches `remaining`. With `clear`, each invocation zeroes the bins
+// it read, so that the histogram is left clear for the next radix level without
+// a pass and a barrier of its own. Call from uniform control flow, after a
+// barrier that follows the histogram's last update. No barrier follows the read
+// of chosen_bin: its next write comes after the next call's scan, which every
+// invocation enters only after this read.
 shared uvec3 chosen_bin;
-uvec3 choose_bin(uint remaining) {
+uvec3 choose_bin(uint remaining, bool clear) {
   uint counts[BINS_PER_INVOCATION], own = 0u;
   [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) {
-    counts[j] = histogram[TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j)];
+    const uint bin = TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j);
+    counts[j] = histogram[bin];
+    if (clear) histogram[bin] = 0u;
     own += counts[j];
   }
   uvec2 total;
@@ -79,16 +85,14 @@ uvec3 choose_bin(uint remaining) {
     above += counts[j];
   }
   barrier();
-  const uvec3 chosen = chosen_bin;
-  barrier();
-  return chosen;
+  return chosen_bin;
 }
 
 // One radix level: fixes the digit under `digit_mask << shift` from the
 // histogram of that digit over the keys that hold the prefix. Returns how
-// many keys hold the longer prefix.
+// many keys hold the longer prefix; leaves the histogram clear.
 uint fix_digit(inout Select select, uint shift, uint digit_mask) {
-  const uvec3 chosen = choose_bin(select.remaining);
+  const uvec3 chosen = choose_bin(select.remaining, true);
   select.prefix |= chosen.x << shift;
   select.mask |= digit_mask << shift;
   select.remaining -= chosen.y;
@@ -151,21 +155,28 @@ uvec2 workgroup_max(uvec2 value) {
 // largest, given `extremes` (the largest key and the complement of the
 // smallest) of those that hold the prefix: the digits start below the bits
 // that all of them share, so that keys of one sign and size spread over the
-// bins instead of piling onto a few; at most three levels.
+// bins instead of piling onto a few; at most three levels. The histogram must
+// be clear (clear_histogram once per kernel; fix_digit leaves it so).
+//
+// A level whose chosen bin holds exactly the keys still to take ends the
+// select: every key with the prefix is taken, so T is the prefix itself (its
+// lower bits zero) with every tie taken, and the lower digits need not be
+// fixed. The selection is the same; with k much smaller than the candidates
+// the bin often holds one key, and a level is ~1.5-2 us of barriers on the
+// H100 (docs/perf.md, session 16).
 Select select_within(uint count, Select select, uvec2 extremes) {
   int top = findMSB(extremes.x ^ ~extremes.y);  // -1: they are all equal
   select.mask = top < 0 ? 0xffffffffu : top == 31 ? 0u : ~((2u << uint(top)) - 1u);
   select.prefix = extremes.x & select.mask;
   while (top >= 0) {
     const uint shift = uint(max(top - 10, 0)), digit_mask = (2u << (uint(top) - shift)) - 1u;
-    clear_histogram();
     for (uint i = gl_LocalInvocationIndex; i < count; i += WORKGROUP) {
       const uint key = candidate_key(i);
       if ((key & select.mask) == select.prefix) atomicAdd(histogram[(key >> shift) & digit_mask], 1u);
     }
     barrier();
-    fix_digit(select, shift, digit_mask);
-    top = int(shift) - 1;
+    const uint in_bin = fix_digit(select, shift, digit_mask);
+    top = in_bin == select.remaining ? -1 : int(shift) - 1;
   }
   return select;
 }

@@ -86,7 +86,6 @@ uint stream_levels(uint row_start, uvec2 vectors, inout Select select) {
   [[dont_unroll]] for (uint level = 0u; level < 3u; ++level) {
     if (candidates <= ENTRY_CAPACITY) return gather_row(row_start, vectors, select);
     const uint shift = level == 0u ? 21u : level == 1u ? 10u : 0u;
-    clear_histogram();
     for (uint first = vectors.x; first <= vectors.y; first += TILE_VECTORS) {
       const Tile tile = load_tile(row_start, first, vectors.y);
       [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
@@ -132,6 +131,7 @@ void write_streamed(uint row, uint row_start, uvec2 vectors, uint threshold, uin
 void main() {
   const uint tid = gl_LocalInvocationIndex, row = gl_WorkGroupID.y;
   if (!write_padding_and_trivial_rows(row)) return;
+  clear_histogram();
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
 

@@ -32,7 +32,7 @@ void main() {
   const Tile tile = load_tile(row_start, first, vectors.y);  // in flight while the bin is chosen
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) histogram[b] = select_state[state + TOPK_STATE_HISTOGRAM + b];
   barrier();
-  const uvec3 chosen = choose_bin(pc.k);
+  const uvec3 chosen = choose_bin(pc.k, false);
   if (chosen.y + chosen.z > ENTRY_CAPACITY) return;
   const uvec2 window = uvec2(select_state[state + TOPK_STATE_BASE], select_state[state + TOPK_STATE_SHIFT]);
   const uint lowest = chosen.x == 0u ? 0u : window.x + (chosen.x << window.y);  // the chosen bin's first key

@@ -48,7 +48,7 @@ uvec2 level0_window(uint row_start) {
   barrier();
   for (uint s = 0u; s < gl_NumSubgroups; ++s) extremes = max(extremes, subgroup_extremes[s]);
   const uint r = min(2u * (pc.k / stride) + 16u, SAMPLE);
-  const uint lowest = max(choose_bin(r).x << 21u, ~extremes.y);
+  const uint lowest = max(choose_bin(r, false).x << 21u, ~extremes.y);
   const uint shift = uint(max(findMSB(extremes.x - lowest) - 10, 0));
   return uvec2(lowest & ~((1u << shift) - 1u), shift);
 }

@@ -35,6 +35,7 @@ uint candidate_index(uint i) { return i; }
 void main() {
   const uint tid = gl_LocalInvocationIndex, row = gl_WorkGroupID.y;
   if (!write_padding_and_trivial_rows(row)) return;
+  clear_histogram();
   // Loads past the row are clamped to its last candidate, so that none is
   // conditional; that key repeated is harmless to the extremes.
   uvec2 extremes = uvec2(0u);  // the row's largest key, and the complement of its smallest
