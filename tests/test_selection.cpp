@@ -336,6 +336,9 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"fier_mha_prefill", "fier", {4, 4, 263, 128}, DType::f16, Mode::prefill, fier_options(48, HeadAggregate::head)},
         ScoresCase{"fier_group16_d128", "fier", {8, 2, 301, 128}, DType::f16, Mode::decode, fier_options(16, HeadAggregate::head)},
         ScoresCase{"fier_d512", "fier", {4, 2, 150, 512}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
+        // Groups of 5: a workgroup's 128 tokens span 26-27 blocks, a subgroup's
+        // tokens several; d = 96: three words of bits a token.
+        ScoresCase{"fier_group5_d96", "fier", {8, 2, 301, 96}, DType::f16, Mode::decode, fier_options(5, HeadAggregate::head)},
         ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)},
