@@ -32,8 +32,8 @@ constexpr uint32_t kTargetWorkgroups = 1024;
 constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
 constexpr uint32_t kChunkSplits = 2;
 
-// attention_chunk's fixed tile (the shader's ROWS, KEY_TILE, 4 subgroups of 32).
-constexpr AttentionTiling kChunkTiling{.rows = 64, .key_tile = 32, .workgroup = 128};
+// attention_chunk's fixed tile (layouts.h; 4 subgroups of 32).
+constexpr AttentionTiling kChunkTiling{.rows = ATTENTION_CHUNK_ROWS, .key_tile = ATTENTION_CHUNK_KEY_TILE, .workgroup = 128};
 
 // attention_decode: key groups per workgroup, keys each group loads before using
 // any (the shader's UNROLL), and the most heads one workgroup serves (each adds
@@ -65,8 +65,8 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
 // attention_chunk: fp16 keys and values, d a multiple of 32 (pairs of 16-wide
 // fragments) and at most 128 (the outputs' fragments live in registers).
 bool chunk_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim) {
-  const uint32_t s_stride = kChunkTiling.key_tile + 8, p_stride = kChunkTiling.key_tile / 2 + 4;  // the shader's
-  const uint32_t shared = 16 * 2 * kChunkTiling.key_tile * (dim / 8 + 1) + 4 * 4 * 16 * (s_stride + p_stride) +
+  const uint32_t shared = 16 * 2 * kChunkTiling.key_tile * (dim / 8 + 1) +
+                          4 * 4 * 16 * (ATTENTION_CHUNK_S_STRIDE + ATTENTION_CHUNK_P_STRIDE) +
                           8 * kChunkTiling.rows + 4 * kChunkTiling.key_tile;
   return device.info().cooperative_matrix && dtype == DType::f16 && dim % 32 == 0 && dim <= 128 &&
          shared <= device.limits().maxComputeSharedMemorySize;

@@ -32,7 +32,7 @@ layout(local_size_x = 128) in;
 #include "attention_bindings.glsl"
 layout(std430, binding = 3) writeonly buffer PartialOutputPieces { vec4 partial_output_pieces[]; };  // partial_output
 
-const uint ROWS = 64, KEY_TILE = 32, FRAGMENT = 16;
+const uint ROWS = ATTENTION_CHUNK_ROWS, KEY_TILE = ATTENTION_CHUNK_KEY_TILE, FRAGMENT = 16;
 const uint CHUNKS = HEAD_DIM / 8u;          // 16-byte pieces of a row
 const uint ROW_PIECES = CHUNKS + 1u;        // padded row in shared memory
 const uint D_BLOCKS = HEAD_DIM / FRAGMENT;
@@ -42,7 +42,7 @@ const float RESCALE_MARGIN = 8.0;
 // padded so that fragment stores and loads spread over the banks: at 32 floats
 // a row every row of S began on bank 0 (stores of S 8-way conflicted), and P's
 // 16-word rows put loads 4-way on the same banks.
-const uint S_STRIDE = KEY_TILE + 8u, P_STRIDE = KEY_TILE / 2u + 4u;
+const uint S_STRIDE = ATTENTION_CHUNK_S_STRIDE, P_STRIDE = ATTENTION_CHUNK_P_STRIDE;
 const uint KEY_PIECES = KEY_TILE * CHUNKS / 128u;  // per invocation and tile (d a multiple of 32)
 const uint PIECES = 2u * KEY_PIECES;
 

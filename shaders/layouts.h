@@ -42,6 +42,15 @@ using uint = std::uint32_t;
   uint own_count;
 KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 
+// attention_chunk.glsl's tiling (tensor cores): ROWS query rows by KEY_TILE
+// keys a step, and the row strides of a subgroup's S (floats) and P (fp16
+// pairs) in shared memory, padded against bank conflicts. engine/attention.cpp
+// sizes the kernel's shared memory from them.
+#define ATTENTION_CHUNK_ROWS 64u
+#define ATTENTION_CHUNK_KEY_TILE 32u
+#define ATTENTION_CHUNK_S_STRIDE (ATTENTION_CHUNK_KEY_TILE + 8u)
+#define ATTENTION_CHUNK_P_STRIDE (ATTENTION_CHUNK_KEY_TILE / 2u + 4u)
+
 // attention_merge.comp and, for at most ATTENTION_FEW_SPLITS splits,
 // attention_merge_few.comp: one workgroup per (head, query) row.
 #define ATTENTION_FEW_SPLITS 8u
