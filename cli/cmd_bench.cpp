@@ -147,8 +147,10 @@ void print_report(const BenchConfig& config, const std::string& dtype, const Ben
                          {"dispatch_floor_us", r.dispatch_floor_milliseconds * 1e3},
                          {"timed_dispatch_floor_us", r.timed_dispatch_floor_milliseconds * 1e3},
                          {"rows", nlohmann::json::array()}};
+  // --skip-calibration measures no read bandwidth: no fraction of it ("-", null).
+  const bool calibrated = r.read_gigabytes_per_second > 0;
   for (const BenchRow& row : r.rows) {
-    const double fraction = row.gigabytes_per_second() / r.read_gigabytes_per_second;
+    const double fraction = calibrated ? row.gigabytes_per_second() / r.read_gigabytes_per_second : 0;
     std::string per_copy;
     std::vector<double> per_copy_us;
     for (double ms : row.copy_milliseconds) {
@@ -157,15 +159,19 @@ void print_report(const BenchConfig& config, const std::string& dtype, const Ben
       std::snprintf(text, sizeof text, "%s%.1f", per_copy.empty() ? "" : " / ", ms * 1e3);
       per_copy += text;
     }
-    if (row.bytes > 0)
+    if (row.bytes > 0 && calibrated)
       std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %7.0f%%  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
                   row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), 100 * fraction, per_copy.c_str());
+    else if (row.bytes > 0)
+      std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %8s  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
+                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), "-", per_copy.c_str());
     else
       std::printf("%-8u %-15s %-26s %11.1f %10s %9s %8s  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
                   row.milliseconds * 1e3, "-", "-", "-", per_copy.c_str());
     nlohmann::json json_row = {{"length", row.length}, {"step", row.step}, {"stage", row.stage},
                                {"time_us", row.milliseconds * 1e3}, {"bytes", row.bytes},
-                               {"gb_per_s", row.gigabytes_per_second()}, {"fraction_of_read", fraction}};
+                               {"gb_per_s", row.gigabytes_per_second()},
+                               {"fraction_of_read", calibrated ? nlohmann::json(fraction) : nlohmann::json()}};
     if (!per_copy_us.empty()) json_row["per_copy_us"] = per_copy_us;
     json["rows"].push_back(json_row);
   }

@@ -2,8 +2,13 @@
 // Fier scores from the packed 1-bit keys: q . k_tilde_j with
 // k_tilde_{j,c} = lo_c + bit_{j,c} (hi_c - lo_c) of token j's block. Reads bits
 // and the block's fp16 (lo, hi), never dequantised keys. Per query head, or
-// aggregated (max or mean) over the group's heads. One workgroup = 128 tokens
-// of one KV head, for every query head of its group.
+// aggregated (max or mean) over the group's heads. An invocation scores a pair
+// of neighbouring tokens of one block (a block's last token alone when g_s is
+// odd) for every query head of the group; a workgroup, 128 pairs of one KV
+// head. The pair shares each load of the block's (lo, hi) and each read of the
+// queries from shared memory: on the H100, one token an invocation took 27.9 /
+// 79.2 us at 32k / 128k, a pair 23.1 / 63.4; four were slower at 8k and 32k
+// (docs/perf.md, session 18).
 //
 // The cache holds every block quantised over all T keys. A step's last block,
 // when the candidates end inside it (pc.fresh_block), is quantised over the
@@ -39,30 +44,34 @@ const uint HEADS_AT_ONCE = 4u;
 const uint WORDS = HEAD_DIM / 32u;
 shared vec4 group_query[HEAD_DIM];  // channel c of heads first .. first + 3
 
-vec4 cached_scores(uint kv_head, uint token) {
-  const uint block = token / pc.group_size;
-  vec4 score = vec4(0.0);
+// The scores of token `token` and, with `pair`, of token + 1 of the same block.
+void cached_scores(uint kv_head, uint token, bool pair, out vec4 score, out vec4 score_next) {
+  const uint block = token / pc.group_size, row = kv_head * pc.n_tokens + token;
+  score = vec4(0.0);
+  score_next = vec4(0.0);
   for (uint word = 0u; word < WORDS; ++word) {
-    const uint packed = bits[(kv_head * pc.n_tokens + token) * WORDS + word];
+    const uint packed = bits[row * WORDS + word];
+    const uint packed_next = bits[(pair ? row + 1u : row) * WORDS + word];
     [[unroll]] for (uint b = 0u; b < 32u; b += 4u) {
       const uint channel = word * 32u + b;
       const uvec4 bounds = low_high[((kv_head * pc.n_blocks + block) * HEAD_DIM + channel) / 4u];  // 4 channels a load
       [[unroll]] for (uint e = 0u; e < 4u; ++e) {
         const vec2 lo_hi = unpackHalf2x16(bounds[e]);
-        const float k = (packed & (1u << (b + e))) != 0u ? lo_hi.y : lo_hi.x;
-        score += group_query[channel + e] * k;
+        const vec4 query = group_query[channel + e];
+        const uint bit = 1u << (b + e);
+        score += query * ((packed & bit) != 0u ? lo_hi.y : lo_hi.x);
+        score_next += query * ((packed_next & bit) != 0u ? lo_hi.y : lo_hi.x);
       }
     }
   }
-  return score;
 }
 
 // A token of the fresh block, from the bounds in shared memory and its key.
 vec4 fresh_scores(uint row) {
   vec4 score = vec4(0.0);
-  for (uint word = 0u; word < WORDS; ++word) {
+  [[dont_unroll]] for (uint word = 0u; word < WORDS; ++word) {
     const uint packed = quantize_key_word(row, word);
-    for (uint b = 0u; b < 32u; ++b) {
+    [[dont_unroll]] for (uint b = 0u; b < 32u; ++b) {
       const vec2 lo_hi = unpackHalf2x16(block_pairs[word * 32u + b]);
       score += group_query[word * 32u + b] * ((packed & (1u << b)) != 0u ? lo_hi.y : lo_hi.x);
     }
@@ -72,22 +81,26 @@ vec4 fresh_scores(uint row) {
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
-  // Tiles in reverse: the one that also quantises the fresh block starts first.
-  const uint tile_first = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * 128u;
-  const uint token = tile_first + gl_LocalInvocationIndex, head_row = kv_head * pc.n_tokens;
-  const bool valid = token < pc.n_candidates;
+  const uint pairs_per_block = (pc.group_size + 1u) / 2u;
+  // Workgroups in reverse: the one that also quantises the fresh block starts first.
+  const uint pair_first = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * 128u;
+  const uint pair_index = pair_first + gl_LocalInvocationIndex, block = pair_index / pairs_per_block;
+  const uint token = block * pc.group_size + 2u * (pair_index % pairs_per_block);
+  const uint block_end = min((block + 1u) * pc.group_size, pc.n_candidates);
+  const bool valid = token < block_end, pair = token + 1u < block_end;
+  const uint head_row = kv_head * pc.n_tokens;
 
   bool fresh = false;
   if (pc.fresh_block != FIER_NO_FRESH_BLOCK) {
-    const uint fresh_first = pc.fresh_block * pc.group_size, fresh_end = pc.n_candidates;
-    if (fresh_first < tile_first + 128u && fresh_end > tile_first) {  // uniform in the workgroup
-      quantize_block_bounds(head_row + fresh_first, head_row + fresh_end);
-      fresh = token >= fresh_first && valid;
+    const uint first_block = pair_first / pairs_per_block, last_block = (pair_first + 127u) / pairs_per_block;
+    if (pc.fresh_block >= first_block && pc.fresh_block <= last_block) {  // uniform in the workgroup
+      quantize_block_bounds(head_row + pc.fresh_block * pc.group_size, head_row + pc.n_candidates);
+      fresh = block == pc.fresh_block && valid;
     }
   }
 
   const float empty = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;
-  float aggregate = empty;  // over the heads of the current row
+  float aggregate = empty, aggregate_next = empty;  // over the heads of the current row
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) {
@@ -96,14 +109,33 @@ void main() {
       group_query[c] = q;
     }
     barrier();
-    const vec4 score = fresh ? fresh_scores(head_row + token) : valid ? cached_scores(kv_head, token) : vec4(0.0);
+    vec4 score = vec4(0.0), score_next = vec4(0.0);
+    if (fresh) {
+      // A loop, not two calls: each inlined copy of fresh_scores is code that
+      // every SM fetches (two copies cost 1.5 us at 8k on the H100, session 18).
+      [[dont_unroll]] for (uint t = 0u; t < (pair ? 2u : 1u); ++t) {
+        const vec4 fresh_score = fresh_scores(head_row + token + t);
+        if (t == 0u) score = fresh_score; else score_next = fresh_score;
+      }
+    } else if (valid) {
+      cached_scores(kv_head, token, pair, score, score_next);
+    }
     [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
       uint h = first + j;
       if (h >= group) break;
-      aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + score[j] / float(pc.heads_per_row) : max(aggregate, score[j]);
+      if (pc.aggregate == AGGREGATE_MEAN) {
+        aggregate += score[j] / float(pc.heads_per_row);
+        aggregate_next += score_next[j] / float(pc.heads_per_row);
+      } else {
+        aggregate = max(aggregate, score[j]);
+        aggregate_next = max(aggregate_next, score_next[j]);
+      }
       if ((h + 1u) % pc.heads_per_row == 0u) {
-        if (valid) scores[((kv_head * group + h) / pc.heads_per_row) * pc.row_stride + token] = aggregate;
+        const uint at = ((kv_head * group + h) / pc.heads_per_row) * pc.row_stride + token;
+        if (valid) scores[at] = aggregate;
+        if (pair) scores[at + 1u] = aggregate_next;
         aggregate = empty;
+        aggregate_next = empty;
       }
     }
   }

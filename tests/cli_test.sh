@@ -58,6 +58,10 @@ grep -q '"read_gb_per_s"' "$work/b.json" && grep -q '"per_copy_us"' "$work/b.jso
   { echo "FAIL: bench --json lacks a step's total row"; failures=$((failures + 1)); }
 expect 0 "bench in one process" -- "$kvscope" bench --lengths 256 --heads 4 --kv-heads 2 --dim 64 --budget 64 --chunk 64 --repeat 2 --steps dense-decode,quest-decode --in-process
 [ "$(grep -c ' total ' "$work/out")" = 2 ] || { echo "FAIL: bench --in-process lacks a step"; failures=$((failures + 1)); }
+expect 0 "bench without calibration" -- "$kvscope" bench --lengths 256 --heads 4 --kv-heads 2 --dim 64 --budget 64 --chunk 64 --repeat 2 --steps quest-decode --skip-calibration --json "$work/c.json"
+# No read bandwidth measured: no fraction of it (it printed "inf%").
+grep -q '"fraction_of_read": null' "$work/c.json" && ! grep -q 'inf' "$work/out" ||
+  { echo "FAIL: bench --skip-calibration printed a fraction of an unmeasured bandwidth"; failures=$((failures + 1)); }
 expect 2 "bench with a length below two chunks" -- "$kvscope" bench --lengths 100 --chunk 128
 expect 0 "inspect a prefill chunk" -- "$kvscope" --debug-sync inspect --capture "$work/s.safetensors" --prefill --chunk 64 --method quoka --budget 32 --repeat 2 --json
 grep -q '"inspection_ms"' "$work/out" || { echo "FAIL: inspect --json lacks inspection_ms"; failures=$((failures + 1)); }

@@ -11,6 +11,11 @@
 namespace kv {
 namespace {
 
+// fier_approx_scores' workgroups: 128 invocations, each a pair of a block's tokens.
+uint32_t pair_workgroups(uint32_t candidates, uint32_t group_size) {
+  return ceil_div(ceil_div(candidates, group_size) * ceil_div(group_size, 2), 128);
+}
+
 class Fier final : public Method {
  public:
   Fier(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
@@ -53,7 +58,7 @@ class Fier final : public Method {
                                  s.tokens, rows_.heads_per_row, rows_.aggregate, query.raw_query, fresh_block};
     pass.dispatch(scores_kernel_,
                   {query.buffer, &keys_.low_high(), &keys_.bits(), &scores_, &layer_.keys},
-                  push, ceil_div(candidates, 128), s.kv_heads, 1, "approx_scores");
+                  push, pair_workgroups(candidates, options_.group_size), s.kv_heads, 1, "approx_scores");
     topk_.record(pass, scores_, rows_.rows, candidates, s.tokens, budget, indices, budget);
   }
 
