@@ -13,7 +13,9 @@
 // (Loki's rows at 128k, docs/perf.md, session 11). The bins are a power of
 // two wide, about 1/1024 of the window, from a multiple of their width, so
 // that an inner bin is a radix prefix; keys outside the window (or in its last
-// partial bin) land in the first or last bin, which are open-ended.
+// partial bin) land in the first or last bin, which are open-ended. One key an
+// invocation: a sample of 1024, four an invocation, each from its own sector,
+// cost Fier's long rows 2.3 us more at 128k on the H100 (docs/perf.md, session 18).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
@@ -26,24 +28,16 @@ layout(std430, binding = 1) buffer SelectState { uint select_state[]; };  // [ro
 #include "topk_common.glsl"
 #include "topk_tile.glsl"
 
-const uint SAMPLE = 4u * WORKGROUP;
+const uint SAMPLE = WORKGROUP;
 
 shared uvec2 subgroup_extremes[SUBGROUPS];
 uvec2 level0_window(uint row_start) {
-  const uint stride = pc.n / SAMPLE;  // at least 8: topk_row takes rows of up to 8192
-  float values[4];
-  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-    const uint at = row_start + (j * WORKGROUP + gl_LocalInvocationIndex) * stride;
-    values[j] = scores[at / 4u][at % 4u];
-  }
-  uvec2 extremes = uvec2(0u);  // the largest key, and the complement of the smallest
+  const uint stride = pc.n / SAMPLE;  // at least 128: rows of up to 32768 are topk_finish's alone
+  const uint at = row_start + gl_LocalInvocationIndex * stride;
+  const uint key = orderable(scores[at / 4u][at % 4u]);
   clear_histogram();
-  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-    const uint key = orderable(values[j]);
-    extremes = max(extremes, uvec2(key, ~key));
-    atomicAdd(histogram[key >> 21u], 1u);
-  }
-  extremes = subgroupMax(extremes);
+  atomicAdd(histogram[key >> 21u], 1u);
+  uvec2 extremes = subgroupMax(uvec2(key, ~key));  // the largest key, and the complement of the smallest
   if (gl_SubgroupInvocationID == 0u) subgroup_extremes[gl_SubgroupID] = extremes;
   barrier();
   for (uint s = 0u; s < gl_NumSubgroups; ++s) extremes = max(extremes, subgroup_extremes[s]);
