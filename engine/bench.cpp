@@ -95,7 +95,8 @@ struct ByteModel {
     if (stage == "key_scores" || stage == "key_sums" || stage == "window_row_stats" || stage == "window_scores")
       return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
     if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
-    if (stage == "partial_scores") return H * n * std::ceil(std::min<double>(sparq_r, d) / 8) * 8 * element;
+    if (stage == "partial_scores")  // each KV head's keys on the 16-byte pieces its heads keep, at most all of them
+      return G * n * std::min(d, H / G * std::ceil(std::min<double>(sparq_r, d) / 8) * 8) * element;
     // One read of every row's scores (Quest's rows are pages), the least a top-k
     // needs: topk_row and topk_histogram + topk_gather read no more; topk_finish
     // alone (rows of up to 32768) reads the row two or more times.

@@ -1,7 +1,10 @@
 #version 460
 // Loki, per step: per query head, the approximate logits (U q) . K~_j in the
-// KV head's principal subspace, for every candidate. One workgroup = 128
-// tokens of one KV head, for every query head of its group.
+// KV head's principal subspace, for every candidate. A workgroup scores a
+// range of tiles of 128 tokens of one KV head, for every query head of its
+// group, after projecting the queries once: projecting them for each tile (a
+// serial dot product of d terms per invocation) took most of this pass, 308
+// us at 128k on the H100 (docs/perf.md, session 18).
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -27,8 +30,10 @@ shared vec4 group_query[LOKI_MAX_BASIS / 8u];  // U q of heads first .. first + 
 shared float head_q[HEADS_AT_ONCE * HEAD_DIM];
 
 void main() {
-  const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads, j = gl_GlobalInvocationID.x;
-  const uint tid = gl_LocalInvocationIndex;
+  const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
+  const uint tid = gl_LocalInvocationIndex, tiles = (pc.n_candidates + 127u) / 128u;
+  const uint tile_begin = gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x;
+  const uint tile_end = (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x;
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint i = tid; i < HEADS_AT_ONCE * HEAD_DIM; i += 128u) {
@@ -43,7 +48,9 @@ void main() {
       group_query[c][slot] = sum;
     }
     barrier();
-    if (j < pc.n_candidates) {
+    for (uint tile = tile_begin; tile < tile_end; ++tile) {
+      const uint j = tile * 128u + tid;
+      if (j >= pc.n_candidates) break;
       vec4 score = vec4(0.0);
       for (uint c = 0u; c < pc.rank; ++c) score += group_query[c] * projected[(kv_head * pc.rank + c) * pc.n_tokens + j];
       for (uint slot = 0u; slot < HEADS_AT_ONCE && first + slot < group; ++slot)

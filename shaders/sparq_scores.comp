@@ -1,7 +1,14 @@
 #version 460
 // SparQ step 1: per query head, approximate scores from the r query components
 // of largest magnitude (ties toward the lower channel): s_j = sum_{c in R} q_c k_{j,c}.
-// Only the key's 16-byte pieces that hold a kept channel are read.
+// A workgroup scores a range of tiles of 128 keys of one KV head for every
+// query head of its group, four heads at a time: it finds the heads' kept
+// channels once, then each invocation reads its key once for the four and sums
+// q_c k_{j,c} with their kept components (0 elsewhere), one vec4 per channel in
+// shared memory, as fier_approx_scores does. On the H100 at 128k: 429 us with a
+// workgroup per query head and tile, each key read once per head (20% of
+// read); 323 us with a workgroup per tile and KV head finding the kept
+// channels in each; 169 us so (docs/perf.md, session 18).
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -19,38 +26,45 @@ layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };        
 
 DEFINE_LOAD8(load_key, keys)
 
-shared float query[HEAD_DIM];
-shared float kept_query[HEAD_DIM];  // q_c on kept channels, 0 elsewhere
-shared uint piece_used[HEAD_DIM / 8u];
+const uint HEADS_AT_ONCE = 4u;
+shared vec4 group_query[HEAD_DIM];  // channel c of heads first .. first + 3 (0 past the group)
+shared vec4 kept_query[HEAD_DIM];   // the same on each head's kept channels, 0 elsewhere
 
 void main() {
-  const uint head = gl_WorkGroupID.y, kv_head = head / (pc.n_heads / pc.n_kv_heads), tid = gl_LocalInvocationIndex;
-  for (uint c = tid; c < HEAD_DIM; c += 128u) query[c] = head_query(head, c);
-  barrier();
-  for (uint c = tid; c < HEAD_DIM; c += 128u) {
-    const float magnitude = abs(query[c]);
-    uint rank = 0u;
-    for (uint other = 0u; other < HEAD_DIM; ++other) {
-      const float m = abs(query[other]);
-      rank += (m > magnitude || (m == magnitude && other < c)) ? 1u : 0u;
+  const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads, tid = gl_LocalInvocationIndex;
+  const uint tiles = (pc.n_candidates + 127u) / 128u;
+  const uint tile_begin = gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x;
+  const uint tile_end = (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x;
+  for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
+    barrier();
+    for (uint c = tid; c < HEAD_DIM; c += 128u) {
+      vec4 q = vec4(0.0);
+      for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j) q[j] = head_query(kv_head * group + first + j, c);
+      group_query[c] = q;
     }
-    kept_query[c] = rank < pc.r ? query[c] : 0.0;
+    barrier();
+    // Channel c's rank by magnitude among each head's channels, four heads at once.
+    for (uint c = tid; c < HEAD_DIM; c += 128u) {
+      const vec4 q = group_query[c], magnitude = abs(q);
+      uvec4 rank = uvec4(0u);
+      for (uint other = 0u; other < HEAD_DIM; ++other) {
+        const vec4 m = abs(group_query[other]);
+        rank += uvec4(greaterThan(m, magnitude)) + (other < c ? uvec4(equal(m, magnitude)) : uvec4(0u));
+      }
+      kept_query[c] = mix(vec4(0.0), q, lessThan(rank, uvec4(pc.r)));
+    }
+    barrier();
+    for (uint tile = tile_begin; tile < tile_end; ++tile) {
+      const uint key = tile * 128u + tid;
+      if (key >= pc.n_candidates) break;
+      vec4 score = vec4(0.0);
+      for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
+        vec4 lo, hi;
+        load_key((kv_head * pc.n_tokens + key) * HEAD_DIM + chunk * 8u, lo, hi);
+        for (uint c = 0u; c < 4u; ++c) score += kept_query[chunk * 8u + c] * lo[c] + kept_query[chunk * 8u + 4u + c] * hi[c];
+      }
+      for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j)
+        scores[(kv_head * group + first + j) * pc.row_stride + key] = score[j];
+    }
   }
-  barrier();
-  for (uint p = tid; p < HEAD_DIM / 8u; p += 128u) {  // a kept channel with q_c = 0 adds nothing either way
-    uint used = 0u;
-    for (uint c = 0u; c < 8u; ++c) used |= kept_query[p * 8u + c] != 0.0 ? 1u : 0u;
-    piece_used[p] = used;
-  }
-  barrier();
-  const uint key = gl_GlobalInvocationID.x;
-  if (key >= pc.n_candidates) return;
-  float score = 0.0;
-  for (uint p = 0u; p < HEAD_DIM / 8u; ++p) {
-    if (piece_used[p] == 0u) continue;
-    vec4 lo, hi;
-    load_key((kv_head * pc.n_tokens + key) * HEAD_DIM + p * 8u, lo, hi);
-    for (uint c = 0u; c < 4u; ++c) score += kept_query[p * 8u + c] * lo[c] + kept_query[p * 8u + 4u + c] * hi[c];
-  }
-  scores[head * pc.row_stride + key] = score;
 }

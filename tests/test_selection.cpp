@@ -118,7 +118,7 @@ TEST_P(MethodTest, SelectionMatchesReference) {
 const AttentionShape kGqa{8, 2, 301, 64};   // lengths off every page, block and chunk size
 const AttentionShape kMha{4, 4, 263, 128};
 const AttentionShape kGqa128{8, 4, 330, 128};
-const AttentionShape kGroupOf6{12, 2, 290, 64};  // Fier and Loki score 4 heads at once: a full and a partial pass
+const AttentionShape kGroupOf6{12, 2, 290, 64};  // Fier, Loki and SparQ score 4 heads at once: a full and a partial pass
 // QuoKA's tensor-core key scores run 128 workgroups per KV head here (256 in
 // all) over tiles of 64 keys: 9,000 keys give some workgroups two tiles.
 const AttentionShape kLongGqa{8, 2, 9000, 64};
@@ -165,8 +165,12 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});
     cases.push_back({"fier", mode, kGroupOf6, DType::f16, 50, "g48"});
     cases.push_back({"sparq", mode, kGqa, DType::f16, 64, "r5"});
+    cases.push_back({"sparq", mode, kGroupOf6, DType::f16, 50, ""});  // 4 heads at once: a full and a partial pass
     cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});
     cases.push_back({"loki", mode, kGroupOf6, DType::f16, 50, ""});  // 4 heads at once: a full and a partial pass
+    // 129 tiles of 128 keys a KV head over loki_scores' and sparq_scores' 128 workgroups: one takes two.
+    cases.push_back({"loki", mode, kManyPages, DType::f16, 64, "r4"});
+    cases.push_back({"sparq", mode, kManyPages, DType::f16, 64, "r5"});
     cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
     cases.push_back({"h2o", mode, kMha, DType::f16, 1, ""});      // no recent half, one heavy hitter
     if (mode == Mode::decode) cases.push_back({"h2o", mode, kLongWindow, DType::f16, 64, ""});

@@ -14,6 +14,10 @@
 namespace kv {
 namespace {
 
+// loki_scores' workgroups per KV head, each over a range of tiles of 128
+// tokens: 1024 in all at 8 KV heads, several per SM on large GPUs.
+constexpr uint32_t kScoreWorkgroupsPerKvHead = 128;
+
 uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {
   rank = std::min(rank, shape.dim);
   if (size_t(rank) * shape.dim > LOKI_MAX_BASIS)
@@ -65,7 +69,7 @@ class Loki final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &basis_, &projected_, &scores_}, push,
-                  ceil_div(candidates, 128), s.kv_heads, 1, "subspace_scores");
+                  std::min(ceil_div(candidates, 128), kScoreWorkgroupsPerKvHead), s.kv_heads, 1, "subspace_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 
