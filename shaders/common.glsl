@@ -13,4 +13,11 @@ const float LOWEST_FLOAT = -3.402823466e38;
 // gave scores no better than fp16(x) alone, as if the round trip were folded
 // to x and lo were zero (docs/perf.md, session 9).
 vec4 fp16_high_part(vec4 x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffffe000u); }
+
+// This workgroup's tiles [x, y) of `tiles` shared among the dispatch's
+// workgroups along x, as evenly as integer division makes it (engine:
+// tile_walkers in methods/kernels.h).
+uvec2 workgroup_tiles(uint tiles) {
+  return uvec2(gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x, (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x);
+}
 #endif

@@ -14,6 +14,7 @@ layout(local_size_x = 128) in;
 
 layout(push_constant) uniform LokiPush { LOKI_FIELDS } pc;
 
+#include "common.glsl"
 #include "load.glsl"
 #include "head_query.glsl"
 layout(std430, binding = 1) readonly buffer Basis { float basis[]; };           // [G, rank, d]
@@ -32,8 +33,7 @@ shared float head_q[HEADS_AT_ONCE * HEAD_DIM];
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
   const uint tid = gl_LocalInvocationIndex, tiles = (pc.n_candidates + 127u) / 128u;
-  const uint tile_begin = gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x;
-  const uint tile_end = (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x;
+  const uvec2 range = workgroup_tiles(tiles);
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint i = tid; i < HEADS_AT_ONCE * HEAD_DIM; i += 128u) {
@@ -48,7 +48,7 @@ void main() {
       group_query[c][slot] = sum;
     }
     barrier();
-    for (uint tile = tile_begin; tile < tile_end; ++tile) {
+    for (uint tile = range.x; tile < range.y; ++tile) {
       const uint j = tile * 128u + tid;
       if (j >= pc.n_candidates) break;
       vec4 score = vec4(0.0);

@@ -16,6 +16,7 @@ layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
 
+#include "common.glsl"
 #include "load.glsl"
 
 layout(push_constant) uniform SparqPush { SPARQ_FIELDS } pc;
@@ -33,8 +34,7 @@ shared vec4 kept_query[HEAD_DIM];   // the same on each head's kept channels, 0 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads, tid = gl_LocalInvocationIndex;
   const uint tiles = (pc.n_candidates + 127u) / 128u;
-  const uint tile_begin = gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x;
-  const uint tile_end = (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x;
+  const uvec2 range = workgroup_tiles(tiles);
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint c = tid; c < HEAD_DIM; c += 128u) {
@@ -54,7 +54,7 @@ void main() {
       kept_query[c] = mix(vec4(0.0), q, lessThan(rank, uvec4(pc.r)));
     }
     barrier();
-    for (uint tile = tile_begin; tile < tile_end; ++tile) {
+    for (uint tile = range.x; tile < range.y; ++tile) {
       const uint key = tile * 128u + tid;
       if (key >= pc.n_candidates) break;
       vec4 score = vec4(0.0);

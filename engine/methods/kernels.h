@@ -23,6 +23,13 @@ vk::Kernel make_layer_kernel(const vk::Device& device, const char* name, std::sp
 
 inline uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
+// Score kernels whose workgroups each walk a range of tiles of 128 keys of one
+// KV head (workgroup_tiles in common.glsl), so that what a workgroup prepares
+// first (Loki's projected queries, SparQ's kept channels) serves many tiles:
+// at most this many a KV head, 1024 in all at 8 KV heads.
+constexpr uint32_t kTileWalkersPerKvHead = 128;
+inline uint32_t tile_walkers(uint32_t candidates) { return std::min(ceil_div(candidates, 128), kTileWalkersPerKvHead); }
+
 // Loop limits (vk::DeviceInfo::loop_limit, lavapipe's 65535): a kernel whose
 // loops grow with its input counts their iterations, exit tests included, and
 // leaves kLoopMargin of the limit to the loops around the counted ones.

@@ -14,9 +14,6 @@
 namespace kv {
 namespace {
 
-// loki_scores' workgroups per KV head, each over a range of tiles of 128
-// tokens: 1024 in all at 8 KV heads, several per SM on large GPUs.
-constexpr uint32_t kScoreWorkgroupsPerKvHead = 128;
 
 uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {
   rank = std::min(rank, shape.dim);
@@ -69,7 +66,7 @@ class Loki final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &basis_, &projected_, &scores_}, push,
-                  std::min(ceil_div(candidates, 128), kScoreWorkgroupsPerKvHead), s.kv_heads, 1, "subspace_scores");
+                  tile_walkers(candidates), s.kv_heads, 1, "subspace_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 

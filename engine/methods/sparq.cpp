@@ -10,9 +10,6 @@
 namespace kv {
 namespace {
 
-// sparq_scores' workgroups per KV head, each over a range of tiles of 128
-// keys with the heads' kept channels found once.
-constexpr uint32_t kScoreWorkgroupsPerKvHead = 128;
 
 class Sparq final : public Method {
  public:
@@ -37,7 +34,7 @@ class Sparq final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::SparqPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, r_, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &layer_.keys, &scores_}, push,
-                  std::min(ceil_div(candidates, 128), kScoreWorkgroupsPerKvHead), s.kv_heads, 1, "partial_scores");
+                  tile_walkers(candidates), s.kv_heads, 1, "partial_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 
