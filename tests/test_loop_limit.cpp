@@ -5,6 +5,7 @@
 // number (engine/attention.cpp), so the number must be the device's.
 #include "../shaders/layouts.h"
 #include "loop_probe.spv.h"
+#include "methods/kernels.h"
 #include "test_device.h"
 #include "vk/buffer.h"
 #include "vk/kernel.h"
@@ -44,6 +45,20 @@ TEST_F(LoopLimitTest, LoopsEndWhereTheDeviceInfoSays) {
   // Nested: each outer iteration counts its inner loop's iterations, that loop's exit and its own end.
   const uint32_t inner = 1000, whole_outers = limit / (inner + 2);
   EXPECT_EQ(iterations(100, inner), whole_outers * inner + (limit - whole_outers * (inner + 2)));
+}
+
+// Loki's and SparQ's score kernels share each KV head's tiles of 128 keys among
+// tile_walkers workgroups, evenly (workgroup_tiles): under a loop limit no
+// workgroup may take more than max_tiles, so more of them walk.
+TEST(TileWalkers, NoWalkPastMaxTiles) {
+  EXPECT_EQ(tile_walkers(300, 0), 3u);                        // a tile each
+  EXPECT_EQ(tile_walkers(128 * 1000, 0), kTileWalkersPerKvHead);  // ranges of 7-8 tiles
+  for (uint32_t tiles : {1u, 127u, 1000u, 100000u})
+    for (uint32_t max_tiles : {1u, 3u, 8u, 500u}) {
+      const uint32_t walkers = tile_walkers(128 * tiles, max_tiles);
+      EXPECT_LE(walkers, std::max(tiles, kTileWalkersPerKvHead));
+      EXPECT_LE(ceil_div(tiles, walkers), max_tiles) << tiles << " tiles, at most " << max_tiles << " a walker";
+    }
 }
 
 }  // namespace

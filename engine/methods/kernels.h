@@ -23,13 +23,6 @@ vk::Kernel make_layer_kernel(const vk::Device& device, const char* name, std::sp
 
 inline uint32_t ceil_div(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
-// Score kernels whose workgroups each walk a range of tiles of 128 keys of one
-// KV head (workgroup_tiles in common.glsl), so that what a workgroup prepares
-// first (Loki's projected queries, SparQ's kept channels) serves many tiles:
-// at most this many a KV head, 1024 in all at 8 KV heads.
-constexpr uint32_t kTileWalkersPerKvHead = 128;
-inline uint32_t tile_walkers(uint32_t candidates) { return std::min(ceil_div(candidates, 128), kTileWalkersPerKvHead); }
-
 // Loop limits (vk::DeviceInfo::loop_limit, lavapipe's 65535): a kernel whose
 // loops grow with its input counts their iterations, exit tests included, and
 // leaves kLoopMargin of the limit to the loops around the counted ones.
@@ -42,11 +35,26 @@ inline bool within_loop_limit(const vk::Device& device, uint64_t iterations) {
 }
 
 // How many units of work of `iterations` each one invocation may do under the
-// device's loop limit (at least 1); 0 where it has none.
-inline uint32_t units_within_loop_limit(const vk::Device& device, uint64_t iterations) {
+// device's loop limit, after `fixed` iterations of its own (at least 1); 0
+// where it has none.
+inline uint32_t units_within_loop_limit(const vk::Device& device, uint64_t iterations, uint64_t fixed = 0) {
   const uint32_t limit = device.info().loop_limit;
   if (limit == 0) return 0;
-  return uint32_t(std::max<uint64_t>(1, (limit - kLoopMargin) / iterations));
+  const uint64_t left = limit - kLoopMargin - std::min<uint64_t>(fixed, limit - kLoopMargin);
+  return uint32_t(std::max<uint64_t>(1, left / iterations));
+}
+
+// Score kernels whose workgroups each walk a range of tiles of 128 keys of one
+// KV head (workgroup_tiles in common.glsl), so that what a workgroup prepares
+// first (Loki's projected queries, SparQ's kept channels) serves many tiles:
+// at most this many a KV head, 1024 in all at 8 KV heads.
+constexpr uint32_t kTileWalkersPerKvHead = 128;
+
+// The walkers a KV head's `candidates` get: more where a walk would take more
+// than `max_tiles` (units_within_loop_limit of a tile's iterations; 0: no limit).
+inline uint32_t tile_walkers(uint32_t candidates, uint32_t max_tiles) {
+  const uint32_t tiles = ceil_div(candidates, 128), walkers = std::min(tiles, kTileWalkersPerKvHead);
+  return max_tiles == 0 ? walkers : std::max(walkers, ceil_div(tiles, max_tiles));
 }
 
 }  // namespace kv

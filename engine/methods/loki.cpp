@@ -14,6 +14,18 @@
 namespace kv {
 namespace {
 
+// loki_scores' loop iterations an invocation, exit tests included, as lavapipe
+// counts them (vk::DeviceInfo::loop_limit): per pass of four heads, loading
+// their queries and projecting them (d terms per component), and per pass and
+// tile of tokens, the rank's components.
+constexpr uint32_t kHeadsAtOnce = 4;  // the shader's HEADS_AT_ONCE
+uint64_t loki_passes(const AttentionShape& s) { return ceil_div(s.heads / s.kv_heads, kHeadsAtOnce); }
+uint64_t loki_setup_iterations(const AttentionShape& s, uint32_t rank) {
+  return loki_passes(s) * (ceil_div(kHeadsAtOnce * s.dim, 128) + 1 + (ceil_div(kHeadsAtOnce * rank, 128) + 1) * (s.dim + 1) + 1);
+}
+uint64_t loki_tile_iterations(const AttentionShape& s, uint32_t rank) {
+  return loki_passes(s) * (1 + rank + 1 + kHeadsAtOnce + 1);
+}
 
 uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {
   rank = std::min(rank, shape.dim);
@@ -36,7 +48,9 @@ class Loki final : public Method {
         topk_(device),
         basis_(device, size_t(layer.shape.kv_heads) * rank_ * layer.shape.dim * 4),
         projected_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * rank_ * 4),
-        scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4) {
+        scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
+        max_tiles_(units_within_loop_limit(device, loki_tile_iterations(layer.shape, rank_),
+                                           loki_setup_iterations(layer.shape, rank_))) {
     const AttentionShape& s = layer.shape;
     const std::vector<float> keys = to_float(layer.dtype, layer.host_keys);
     std::vector<float> basis;
@@ -66,7 +80,7 @@ class Loki final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &basis_, &projected_, &scores_}, push,
-                  tile_walkers(candidates), s.kv_heads, 1, "subspace_scores");
+                  tile_walkers(candidates, max_tiles_), s.kv_heads, 1, "subspace_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 
@@ -77,6 +91,7 @@ class Loki final : public Method {
   vk::Kernel project_kernel_, scores_kernel_;
   TopK topk_;
   vk::Buffer basis_, projected_, scores_;
+  uint32_t max_tiles_;  // a walker's tiles under the device's loop limit; 0: none
   std::vector<vk::StageTime> build_times_;
 };
 

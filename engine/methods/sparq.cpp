@@ -11,6 +11,20 @@ namespace kv {
 namespace {
 
 
+// sparq_scores' loop iterations an invocation, exit tests included, as
+// lavapipe counts them (vk::DeviceInfo::loop_limit): per pass of four heads,
+// finding the kept channels (a loop over this invocation's channels, each
+// ranked against all d), and per pass and tile of keys, its d / 8 pieces.
+constexpr uint32_t kHeadsAtOnce = 4;  // the shader's HEADS_AT_ONCE
+uint64_t sparq_passes(const AttentionShape& s) { return ceil_div(s.heads / s.kv_heads, kHeadsAtOnce); }
+uint64_t sparq_setup_iterations(const AttentionShape& s) {
+  const uint64_t channels = ceil_div(s.dim, 128) + 1;
+  return sparq_passes(s) * (channels * (kHeadsAtOnce + 1) + channels * (s.dim + 1) + 1);
+}
+uint64_t sparq_tile_iterations(const AttentionShape& s) {
+  return sparq_passes(s) * (1 + (s.dim / 8 + 1) * (4 + 1) + kHeadsAtOnce + 1);
+}
+
 class Sparq final : public Method {
  public:
   Sparq(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
@@ -20,7 +34,8 @@ class Sparq final : public Method {
         scores_kernel_(make_layer_kernel<layouts::SparqPush>(device, "sparq_scores", sparq_scores_spirv, 3, layer.shape,
                                                              layer.dtype)),
         topk_(device),
-        scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4) {}
+        scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
+        max_tiles_(units_within_loop_limit(device, sparq_tile_iterations(layer.shape), sparq_setup_iterations(layer.shape))) {}
 
   std::string name() const override { return "sparq"; }
   Granularity granularity() const override { return Granularity::query_head; }
@@ -34,7 +49,7 @@ class Sparq final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::SparqPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, r_, query.raw_query};
     pass.dispatch(scores_kernel_, {query.buffer, &layer_.keys, &scores_}, push,
-                  tile_walkers(candidates), s.kv_heads, 1, "partial_scores");
+                  tile_walkers(candidates, max_tiles_), s.kv_heads, 1, "partial_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 
@@ -45,6 +60,7 @@ class Sparq final : public Method {
   vk::Kernel scores_kernel_;
   TopK topk_;
   vk::Buffer scores_;
+  uint32_t max_tiles_;  // a walker's tiles under the device's loop limit; 0: none
 };
 
 }  // namespace
