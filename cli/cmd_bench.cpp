@@ -159,13 +159,12 @@ void print_report(const BenchConfig& config, const std::string& dtype, const Ben
       std::snprintf(text, sizeof text, "%s%.1f", per_copy.empty() ? "" : " / ", ms * 1e3);
       per_copy += text;
     }
-    if (row.bytes > 0 && calibrated)
-      std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %7.0f%%  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
-                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), 100 * fraction, per_copy.c_str());
-    else if (row.bytes > 0)
+    if (row.bytes > 0) {
+      char of_read[16] = "-";
+      if (calibrated) std::snprintf(of_read, sizeof of_read, "%.0f%%", 100 * fraction);
       std::printf("%-8u %-15s %-26s %11.1f %10.2f %9.0f %8s  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
-                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), "-", per_copy.c_str());
-    else
+                  row.milliseconds * 1e3, row.bytes / 1e6, row.gigabytes_per_second(), of_read, per_copy.c_str());
+    } else
       std::printf("%-8u %-15s %-26s %11.1f %10s %9s %8s  %s\n", row.length, row.step.c_str(), row.stage.c_str(),
                   row.milliseconds * 1e3, "-", "-", "-", per_copy.c_str());
     nlohmann::json json_row = {{"length", row.length}, {"step", row.step}, {"stage", row.stage},

@@ -50,6 +50,11 @@ inline uint32_t units_within_loop_limit(const vk::Device& device, uint64_t itera
 // at most this many a KV head, 1024 in all at 8 KV heads.
 constexpr uint32_t kTileWalkersPerKvHead = 128;
 
+// Query heads these score kernels (and fier_approx_scores) take at a time,
+// their HEADS_AT_ONCE; a group of them takes head_passes.
+constexpr uint32_t kHeadsAtOnce = 4;
+inline uint64_t head_passes(const AttentionShape& shape) { return ceil_div(shape.heads / shape.kv_heads, kHeadsAtOnce); }
+
 // The walkers a KV head's `candidates` get: more where a walk would take more
 // than `max_tiles` (units_within_loop_limit of a tile's iterations; 0: no limit).
 inline uint32_t tile_walkers(uint32_t candidates, uint32_t max_tiles) {

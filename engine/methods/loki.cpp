@@ -18,13 +18,11 @@ namespace {
 // counts them (vk::DeviceInfo::loop_limit): per pass of four heads, loading
 // their queries and projecting them (d terms per component), and per pass and
 // tile of tokens, the rank's components.
-constexpr uint32_t kHeadsAtOnce = 4;  // the shader's HEADS_AT_ONCE
-uint64_t loki_passes(const AttentionShape& s) { return ceil_div(s.heads / s.kv_heads, kHeadsAtOnce); }
 uint64_t loki_setup_iterations(const AttentionShape& s, uint32_t rank) {
-  return loki_passes(s) * (ceil_div(kHeadsAtOnce * s.dim, 128) + 1 + (ceil_div(kHeadsAtOnce * rank, 128) + 1) * (s.dim + 1) + 1);
+  return head_passes(s) * (ceil_div(kHeadsAtOnce * s.dim, 128) + 1 + (ceil_div(kHeadsAtOnce * rank, 128) + 1) * (s.dim + 1) + 1);
 }
 uint64_t loki_tile_iterations(const AttentionShape& s, uint32_t rank) {
-  return loki_passes(s) * (1 + rank + 1 + kHeadsAtOnce + 1);
+  return head_passes(s) * (1 + rank + 1 + kHeadsAtOnce + 1);
 }
 
 uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {

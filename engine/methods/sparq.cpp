@@ -10,19 +10,16 @@
 namespace kv {
 namespace {
 
-
 // sparq_scores' loop iterations an invocation, exit tests included, as
 // lavapipe counts them (vk::DeviceInfo::loop_limit): per pass of four heads,
 // finding the kept channels (a loop over this invocation's channels, each
 // ranked against all d), and per pass and tile of keys, its d / 8 pieces.
-constexpr uint32_t kHeadsAtOnce = 4;  // the shader's HEADS_AT_ONCE
-uint64_t sparq_passes(const AttentionShape& s) { return ceil_div(s.heads / s.kv_heads, kHeadsAtOnce); }
 uint64_t sparq_setup_iterations(const AttentionShape& s) {
   const uint64_t channels = ceil_div(s.dim, 128) + 1;
-  return sparq_passes(s) * (channels * (kHeadsAtOnce + 1) + channels * (s.dim + 1) + 1);
+  return head_passes(s) * (channels * (kHeadsAtOnce + 1) + channels * (s.dim + 1) + 1);
 }
 uint64_t sparq_tile_iterations(const AttentionShape& s) {
-  return sparq_passes(s) * (1 + (s.dim / 8 + 1) * (4 + 1) + kHeadsAtOnce + 1);
+  return head_passes(s) * (1 + (s.dim / 8 + 1) * (4 + 1) + kHeadsAtOnce + 1);
 }
 
 class Sparq final : public Method {
