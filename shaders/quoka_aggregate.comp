@@ -4,6 +4,8 @@
 // key-scoring pass reads the result; building it there, in every workgroup,
 // cost a serial chain of query loads per tile of keys.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
@@ -21,7 +23,11 @@ layout(push_constant) uniform QuokaKeyPush { QUOKA_KEY_FIELDS } pc;
 DEFINE_LOAD8(load_query, queries)
 
 const uint CHUNKS = HEAD_DIM / 8u;
-shared float partial_norm[64];
+// Heads whose kept queries are loaded together: one wait and one barrier for
+// all of them. A head at a time (two dependent loads and two barriers each)
+// took 6.1 us at 32k on the H100 (docs/perf.md, session 19).
+const uint HEADS_AT_ONCE = 4u;
+shared vec4 subgroup_norms[64];  // per subgroup: the batch's squared norms so far
 
 void main() {
   const uint a = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
@@ -34,19 +40,31 @@ void main() {
   const float weight = 1.0 / float(count);
 
   vec4 sum_lo = vec4(0), sum_hi = vec4(0);
-  for (uint h = first; h < first + count; ++h) {
-    const uint head = kv_head * group + h;
-    const uint row = head * pc.n_queries + kept[head * pc.n_keep + rank];
-    vec4 lo = vec4(0), hi = vec4(0);
-    if (chunk < CHUNKS) load_query(row * HEAD_DIM + chunk * 8u, lo, hi);
-    partial_norm[chunk] = dot(lo, lo) + dot(hi, hi);
+  for (uint batch = first; batch < first + count; batch += HEADS_AT_ONCE) {
+    uint rows[HEADS_AT_ONCE];
+    [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
+      const uint head = kv_head * group + min(batch + j, first + count - 1u);
+      rows[j] = head * pc.n_queries + kept[head * pc.n_keep + rank];
+    }
+    vec4 lo[HEADS_AT_ONCE], hi[HEADS_AT_ONCE];
+    vec4 own = vec4(0.0);  // this invocation's share of each head's squared norm
+    [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
+      lo[j] = vec4(0);
+      hi[j] = vec4(0);
+      if (chunk < CHUNKS && batch + j < first + count) load_query(rows[j] * HEAD_DIM + chunk * 8u, lo[j], hi[j]);
+      own[j] = dot(lo[j], lo[j]) + dot(hi[j], hi[j]);
+    }
+    own = subgroupAdd(own);
+    if (subgroupElect()) subgroup_norms[gl_SubgroupID] = own;
     barrier();
-    float norm = 0.0;
-    for (uint c = 0u; c < CHUNKS; ++c) norm += partial_norm[c];
+    vec4 norm = vec4(0.0);
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) norm += subgroup_norms[s];
     barrier();
-    const float factor = norm > 0.0 ? weight / sqrt(norm) : 0.0;  // a zero query adds nothing
-    sum_lo += factor * lo;
-    sum_hi += factor * hi;
+    [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
+      const float factor = norm[j] > 0.0 ? weight / sqrt(norm[j]) : 0.0;  // a zero query (or none) adds nothing
+      sum_lo += factor * lo[j];
+      sum_hi += factor * hi[j];
+    }
   }
   if (chunk < CHUNKS && a < n_aggregates) {
     const uint base = (kv_head * n_aggregates + a) * HEAD_DIM + chunk * 8u;

@@ -343,9 +343,15 @@ INSTANTIATE_TEST_SUITE_P(
         // Groups of 5: a workgroup's 128 tokens span 26-27 blocks, a subgroup's
         // tokens several; d = 96: three words of bits a token.
         ScoresCase{"fier_group5_d96", "fier", {8, 2, 301, 96}, DType::f16, Mode::decode, fier_options(5, HeadAggregate::head)},
+        // Groups of 12: three passes of four heads, a row's max across them;
+        // d = 96 with blocks of 32; bf16 keys with blocks of 64.
+        ScoresCase{"fier_group12_d96", "fier", {24, 2, 301, 96}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
+        ScoresCase{"fier_group12_max", "fier", {24, 2, 333, 64}, DType::bf16, Mode::decode, fier_options(64, HeadAggregate::max)},
         ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)},
+        // Groups of 6: the aggregate loads a batch of four heads' kept queries, then two.
+        ScoresCase{"quoka_mean_group6", "quoka", {12, 2, 290, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         // The scalar kernel (one aggregate, fp32 keys; bf16 keys) over several
         // workgroups, the last part-filled.
         ScoresCase{"quoka_decode_f32", "quoka", {8, 2, 1300, 128}, DType::f32, Mode::decode, quoka_options(false)},
