@@ -19,6 +19,14 @@ constexpr uint32_t kRowWorkgroup = 256, kSliceWorkgroup = 256, kFinishWorkgroup 
 // against 44.7 for Fier and 44.3 against 36.4 for QuoKA; docs/perf.md).
 constexpr uint32_t kFinishAloneMax = 32768;
 
+// topk_histogram and topk_gather take several slices a workgroup where a
+// slice each would make more workgroups than this, so that each workgroup
+// finds the window (or the chosen bin) once for all its slices and a dispatch
+// fits about one wave. H100, Fier's and SparQ's 32 rows at 128k: 1024
+// workgroups -> 512, top-k 53.3 -> 50.0 and 55.4 -> 51.3 us; a target of 264
+// made rows of 64k slower (42.7 -> 46.5; docs/perf.md, session 20).
+constexpr uint32_t kSliceWorkgroupsTarget = 512;
+
 // Shared memory topk_common.glsl declares beside a kernel's own arrays: the
 // scan's per-subgroup sums and total, the chosen bin, the histogram, the
 // per-subgroup extremes and (for kernels that select among staged candidates)
@@ -71,14 +79,14 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
 
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                   const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 1, 0, 0}, indices, stage);
 }
 
 void TopK::record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride,
                         uint32_t k, uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices,
                         uint32_t out_stride, const std::string& stage) {
   if (page_size == 0) throw std::logic_error("TopK::record_pages: pages of no tokens");
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 1, page_size, n_tokens}, indices, stage);
 }
 
 void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, layouts::TopKPush push,
@@ -96,8 +104,10 @@ void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, 
   grow(gathered_, VkDeviceSize(rows) * staged_capacity_ * 8);
   grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(push.slices, 1) * 8);
   if (push.slices) {
-    pass.dispatch(histogram_, {&scores, &select_state_}, push, slices, rows, 1, stage);
-    pass.dispatch(gather_, {&scores, &select_state_, &gathered_, &slice_table_}, push, slices, rows, 1, stage);
+    push.slices_per_workgroup = ceil_div(rows * slices, kSliceWorkgroupsTarget);
+    const uint32_t workgroups = ceil_div(slices, push.slices_per_workgroup);
+    pass.dispatch(histogram_, {&scores, &select_state_}, push, workgroups, rows, 1, stage);
+    pass.dispatch(gather_, {&scores, &select_state_, &gathered_, &slice_table_}, push, workgroups, rows, 1, stage);
   }
   pass.dispatch(finish_, {&scores, &indices, &select_state_, &gathered_, &slice_table_}, push, 1, rows, 1, stage);
 }

@@ -14,10 +14,10 @@ namespace kv {
 // out_stride; every index when n <= k. A row of at most 8192 candidates (fewer
 // where shared memory is under 43 KiB) is staged in shared memory by one
 // workgroup (topk_row, one dispatch). A row of more than 32768 (and at most
-// TOPK_MAX_SLICES slices) is histogrammed and gathered a slice of 4096 per
-// workgroup (topk_histogram, topk_gather), then finished by one workgroup
-// (topk_finish): three dispatches. Other long rows are topk_finish's alone,
-// reading the row a pass per level.
+// TOPK_MAX_SLICES slices) is histogrammed and gathered in slices of 4096, one
+// or more per workgroup (topk_histogram, topk_gather), then finished by one
+// workgroup (topk_finish): three dispatches. Other long rows are
+// topk_finish's alone, reading the row a pass per level.
 // One TopK may be recorded many times, in one pass or several, as long as
 // their runs do not overlap (passes run one at a time).
 class TopK {

@@ -1,7 +1,10 @@
 #version 460
-// Level 0 of a long row's radix select, one slice of TOPK_SLICE scores per
-// workgroup: the histogram of its keys over the row's level-0 window, added to
-// the row's histogram in memory (topk_finish clears it after use).
+// Level 0 of a long row's radix select, slices_per_workgroup slices of
+// TOPK_SLICE scores per workgroup, the next slice's loads in flight while one
+// is binned: the histogram of their keys over the row's level-0 window, added
+// to the row's histogram in memory (topk_finish clears it after use). Several
+// slices a workgroup keep a dispatch within one wave of resident workgroups
+// (engine/topk.cpp); each workgroup finds the window once.
 //
 // The window comes from a strided sample of the row, the same in every
 // workgroup: it ends at the sample's largest key and starts near its r-th
@@ -48,21 +51,28 @@ uvec2 level0_window(uint row_start) {
 }
 
 void main() {
-  const uint tid = gl_LocalInvocationIndex, slice = gl_WorkGroupID.x, row = gl_WorkGroupID.y;
+  const uint tid = gl_LocalInvocationIndex, row = gl_WorkGroupID.y;
   if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
-  const uint first = vectors.x + slice * TILE_VECTORS;
-  const Tile tile = load_tile(row_start, first, vectors.y);  // in flight while the window is found
+  const uint slice0 = gl_WorkGroupID.x * pc.slices_per_workgroup;
+  const uint slice_end = min(slice0 + pc.slices_per_workgroup, pc.slices);
+  Tile tile = load_tile(row_start, vectors.x + slice0 * TILE_VECTORS, vectors.y);  // in flight while the window is found
   const uvec2 window = level0_window(row_start);
-  if (slice == 0u && tid == 0u) {
+  if (slice0 == 0u && tid == 0u) {
     select_state[state + TOPK_STATE_BASE] = window.x;
     select_state[state + TOPK_STATE_SHIFT] = window.y;
   }
   clear_histogram();
-  [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
-    [[unroll]] for (uint c = 0u; c < 4u; ++c)
-      if (first <= vectors.y && tile_has(tile, e, c)) atomicAdd(histogram[window_bin(tile_key(tile, e, c), window)], 1u);
+  for (uint slice = slice0; slice < slice_end; ++slice) {
+    const uint first = vectors.x + slice * TILE_VECTORS;
+    Tile next = tile;
+    if (slice + 1u < slice_end) next = load_tile(row_start, first + TILE_VECTORS, vectors.y);  // in flight while this one is binned
+    [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
+      [[unroll]] for (uint c = 0u; c < 4u; ++c)
+        if (first <= vectors.y && tile_has(tile, e, c)) atomicAdd(histogram[window_bin(tile_key(tile, e, c), window)], 1u);
+    tile = next;
+  }
   barrier();
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) {
     const uint count = histogram[b];
