@@ -51,8 +51,7 @@ void main() {
   // `place` after every read of this one's).
   for (uint slice = slice0; slice < slice_end; ++slice) {
     const uint first = vectors.x + slice * TILE_VECTORS;
-    Tile next = tile;
-    if (slice + 1u < slice_end) next = load_tile(row_start, first + TILE_VECTORS, vectors.y);
+    if (slice != slice0) tile = load_tile(row_start, first, vectors.y);
     uint take = 0u;
     [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
       [[unroll]] for (uint c = 0u; c < 4u; ++c)
@@ -70,6 +69,5 @@ void main() {
       [[unroll]] for (uint c = 0u; c < 4u; ++c)
         if ((take & (1u << (4u * e + c))) != 0u) gathered[slot++] = uvec2(tile_key(tile, e, c), row_index(row_start, first, e, c));
     }
-    tile = next;
   }
 }

@@ -1,10 +1,11 @@
 #version 460
 // Level 0 of a long row's radix select, slices_per_workgroup slices of
-// TOPK_SLICE scores per workgroup, the next slice's loads in flight while one
-// is binned: the histogram of their keys over the row's level-0 window, added
-// to the row's histogram in memory (topk_finish clears it after use). Several
-// slices a workgroup keep a dispatch within one wave of resident workgroups
-// (engine/topk.cpp); each workgroup finds the window once.
+// TOPK_SLICE scores per workgroup, one after another: the histogram of their
+// keys over the row's level-0 window, added to the row's histogram in memory
+// (topk_finish clears it after use). Several slices a workgroup keep a
+// dispatch within one wave of resident workgroups (engine/topk.cpp); each
+// workgroup finds the window once. Loading the next slice while one was
+// binned was no faster on the H100 (docs/perf.md, session 20).
 //
 // The window comes from a strided sample of the row, the same in every
 // workgroup: it ends at the sample's largest key and starts near its r-th
@@ -66,12 +67,10 @@ void main() {
   clear_histogram();
   for (uint slice = slice0; slice < slice_end; ++slice) {
     const uint first = vectors.x + slice * TILE_VECTORS;
-    Tile next = tile;
-    if (slice + 1u < slice_end) next = load_tile(row_start, first + TILE_VECTORS, vectors.y);  // in flight while this one is binned
+    if (slice != slice0) tile = load_tile(row_start, first, vectors.y);
     [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
       [[unroll]] for (uint c = 0u; c < 4u; ++c)
         if (first <= vectors.y && tile_has(tile, e, c)) atomicAdd(histogram[window_bin(tile_key(tile, e, c), window)], 1u);
-    tile = next;
   }
   barrier();
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) {
