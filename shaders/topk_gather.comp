@@ -29,9 +29,8 @@ void main() {
   if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
-  const uint slice0 = gl_WorkGroupID.x * pc.slices_per_workgroup;
-  const uint slice_end = min(slice0 + pc.slices_per_workgroup, pc.slices);
-  Tile tile = load_tile(row_start, vectors.x + slice0 * TILE_VECTORS, vectors.y);  // in flight while the bin is chosen
+  const uvec2 slices = workgroup_slices();
+  Tile tile = load_tile(row_start, vectors.x + slices.x * TILE_VECTORS, vectors.y);  // in flight while the bin is chosen
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) histogram[b] = select_state[state + TOPK_STATE_HISTOGRAM + b];
   barrier();
   const uvec3 chosen = choose_bin(pc.k, false);
@@ -41,7 +40,7 @@ void main() {
   // An inner bin's keys share their bits above window.y (the window starts on
   // a bin edge): a radix prefix. The first and last bins are open-ended.
   const bool inner = chosen.x > 0u && chosen.x < TOPK_BINS - 1u;
-  if (slice0 == 0u && tid == 0u) {
+  if (slices.x == 0u && tid == 0u) {
     select_state[state + TOPK_STATE_PREFIX] = inner ? lowest : 0u;
     select_state[state + TOPK_STATE_MASK] = inner ? ~((1u << window.y) - 1u) : 0u;
     select_state[state + TOPK_STATE_REMAINING] = inner ? pc.k - chosen.y : pc.k;
@@ -49,9 +48,9 @@ void main() {
 
   // Each slice takes its own place (the next one's scan orders its write of
   // `place` after every read of this one's).
-  for (uint slice = slice0; slice < slice_end; ++slice) {
+  for (uint slice = slices.x; slice < slices.y; ++slice) {
     const uint first = vectors.x + slice * TILE_VECTORS;
-    if (slice != slice0) tile = load_tile(row_start, first, vectors.y);
+    if (slice != slices.x) tile = load_tile(row_start, first, vectors.y);
     uint take = 0u;
     [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
       [[unroll]] for (uint c = 0u; c < 4u; ++c)

@@ -56,18 +56,17 @@ void main() {
   if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
-  const uint slice0 = gl_WorkGroupID.x * pc.slices_per_workgroup;
-  const uint slice_end = min(slice0 + pc.slices_per_workgroup, pc.slices);
-  Tile tile = load_tile(row_start, vectors.x + slice0 * TILE_VECTORS, vectors.y);  // in flight while the window is found
+  const uvec2 slices = workgroup_slices();
+  Tile tile = load_tile(row_start, vectors.x + slices.x * TILE_VECTORS, vectors.y);  // in flight while the window is found
   const uvec2 window = level0_window(row_start);
-  if (slice0 == 0u && tid == 0u) {
+  if (slices.x == 0u && tid == 0u) {
     select_state[state + TOPK_STATE_BASE] = window.x;
     select_state[state + TOPK_STATE_SHIFT] = window.y;
   }
   clear_histogram();
-  for (uint slice = slice0; slice < slice_end; ++slice) {
+  for (uint slice = slices.x; slice < slices.y; ++slice) {
     const uint first = vectors.x + slice * TILE_VECTORS;
-    if (slice != slice0) tile = load_tile(row_start, first, vectors.y);
+    if (slice != slices.x) tile = load_tile(row_start, first, vectors.y);
     [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
       [[unroll]] for (uint c = 0u; c < 4u; ++c)
         if (first <= vectors.y && tile_has(tile, e, c)) atomicAdd(histogram[window_bin(tile_key(tile, e, c), window)], 1u);
