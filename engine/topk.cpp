@@ -79,14 +79,14 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
 
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                   const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 1, 0, 0}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0}, indices, stage);
 }
 
 void TopK::record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride,
                         uint32_t k, uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices,
                         uint32_t out_stride, const std::string& stage) {
   if (page_size == 0) throw std::logic_error("TopK::record_pages: pages of no tokens");
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 1, page_size, n_tokens}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens}, indices, stage);
 }
 
 void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, layouts::TopKPush push,
@@ -104,8 +104,8 @@ void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, 
   grow(gathered_, VkDeviceSize(rows) * staged_capacity_ * 8);
   grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(push.slices, 1) * 8);
   if (push.slices) {
-    push.slices_per_workgroup = ceil_div(rows * slices, kSliceWorkgroupsTarget);
-    const uint32_t workgroups = ceil_div(slices, push.slices_per_workgroup);
+    // The kernels share a row's slices evenly among its workgroups (workgroup_tiles).
+    const uint32_t workgroups = ceil_div(slices, ceil_div(rows * slices, kSliceWorkgroupsTarget));
     pass.dispatch(histogram_, {&scores, &select_state_}, push, workgroups, rows, 1, stage);
     pass.dispatch(gather_, {&scores, &select_state_, &gathered_, &slice_table_}, push, workgroups, rows, 1, stage);
   }

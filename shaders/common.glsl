@@ -16,7 +16,7 @@ vec4 fp16_high_part(vec4 x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffff
 
 // This workgroup's tiles [x, y) of `tiles` shared among the dispatch's
 // workgroups along x, as evenly as integer division makes it (engine:
-// tile_walkers in methods/kernels.h).
+// tile_walkers in methods/kernels.h; the long rows' top-k slices in topk.cpp).
 uvec2 workgroup_tiles(uint tiles) {
   return uvec2(gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x, (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x);
 }

@@ -76,7 +76,6 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
   uint row_stride;  /* scores per row in the buffer */ \
   uint out_stride;  /* indices per row in the output */ \
   uint slices;      /* slices per row for topk_histogram / topk_gather; 0: none ran */ \
-  uint slices_per_workgroup;  /* of topk_histogram / topk_gather, one after another */ \
   /* candidates are pages of page_size tokens (0: not pages), written as */ \
   /* Quest's token list over n_tokens tokens (TopK::record_pages) */ \
   uint page_size;   \

@@ -1,11 +1,10 @@
 #version 460
-// The keys of a long row that can still be selected, slices_per_workgroup
-// slices of TOPK_SLICE scores per workgroup (as topk_histogram's): from the
-// row's level-0 histogram (topk_histogram), the bin that holds the k-th
-// largest key; if the keys in it and above fit topk_finish's shared memory,
-// each slice's such keys, with their indices, go to the row's gathered list in
-// index order, at a place taken with an atomic counter, and the slice table
-// records where; the select's progress goes to the row's state. Otherwise
+// The keys of a long row that can still be selected, one or more slices of
+// TOPK_SLICE scores per workgroup (as topk_histogram's): from the row's
+// level-0 histogram (topk_histogram), the bin that holds the k-th largest key;
+// if the keys in it and above fit topk_finish's shared memory, each slice's
+// such keys, with their indices, go to the row's gathered list in index order,
+// at a place taken with an atomic counter, and the slice table records where; the select's progress goes to the row's state. Otherwise
 // nothing: topk_finish then reads the row itself.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -20,6 +19,7 @@ layout(std430, binding = 3) writeonly buffer SliceTable { uvec2 slice_table[]; }
 #define TOPK_VECTORS 4u
 #include "topk_common.glsl"
 #include "topk_tile.glsl"
+#include "common.glsl"
 
 layout(constant_id = 0) const uint ENTRY_CAPACITY = 4096u;  // topk_finish's
 shared uint place;
@@ -29,7 +29,7 @@ void main() {
   if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
-  const uvec2 slices = workgroup_slices();
+  const uvec2 slices = workgroup_tiles(pc.slices);  // slice s is tile s of the row
   Tile tile = load_tile(row_start, vectors.x + slices.x * TILE_VECTORS, vectors.y);  // in flight while the bin is chosen
   for (uint b = tid; b < TOPK_BINS; b += WORKGROUP) histogram[b] = select_state[state + TOPK_STATE_HISTOGRAM + b];
   barrier();

@@ -1,8 +1,8 @@
 #version 460
-// Level 0 of a long row's radix select, slices_per_workgroup slices of
-// TOPK_SLICE scores per workgroup, one after another: the histogram of their
-// keys over the row's level-0 window, added to the row's histogram in memory
-// (topk_finish clears it after use). Several slices a workgroup keep a
+// Level 0 of a long row's radix select, one or more slices of TOPK_SLICE
+// scores per workgroup (workgroup_tiles), one after another: the histogram of
+// their keys over the row's level-0 window, added to the row's histogram in
+// memory (topk_finish clears it after use). Several slices a workgroup keep a
 // dispatch within one wave of resident workgroups (engine/topk.cpp); each
 // workgroup finds the window once. Loading the next slice while one was
 // binned was no faster on the H100 (docs/perf.md, session 20).
@@ -31,6 +31,7 @@ layout(std430, binding = 1) buffer SelectState { uint select_state[]; };  // [ro
 #define TOPK_VECTORS 4u
 #include "topk_common.glsl"
 #include "topk_tile.glsl"
+#include "common.glsl"
 
 const uint SAMPLE = WORKGROUP;
 
@@ -56,7 +57,7 @@ void main() {
   if (!row_has_selection()) return;
   const uint row_start = row * pc.row_stride, state = row * TOPK_STATE_WORDS;
   const uvec2 vectors = row_vectors(row_start);
-  const uvec2 slices = workgroup_slices();
+  const uvec2 slices = workgroup_tiles(pc.slices);  // slice s is tile s of the row
   Tile tile = load_tile(row_start, vectors.x + slices.x * TILE_VECTORS, vectors.y);  // in flight while the window is found
   const uvec2 window = level0_window(row_start);
   if (slices.x == 0u && tid == 0u) {

@@ -16,13 +16,6 @@ struct Tile {
 // A row's aligned vec4s: the first, and the last that holds one of its scores.
 uvec2 row_vectors(uint row_start) { return uvec2(row_start / 4u, (row_start + pc.n - 1u) / 4u); }
 
-// The slices [first, end) of its row that this workgroup of topk_histogram or
-// topk_gather takes, one after another; slice s is tile s of the row.
-uvec2 workgroup_slices() {
-  const uint first = gl_WorkGroupID.x * pc.slices_per_workgroup;
-  return uvec2(first, min(first + pc.slices_per_workgroup, pc.slices));
-}
-
 Tile load_tile(uint row_start, uint first, uint last) {
   Tile tile;
   [[unroll]] for (uint e = 0u; e < VECTORS; ++e)

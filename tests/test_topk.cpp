@@ -166,7 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                                            TopKCase{1, 262144, 8192, 0},  // the largest the issue asks for
                                            TopKCase{1, 1100000, 1000, 0},  // more slices than topk_finish places: read by it alone
                                            TopKCase{2, 70000, 100, 0},
-                                           TopKCase{20, 140000, 500, 0},  // 700 slices: two a workgroup, the last alone
+                                           TopKCase{20, 140000, 500, 0},  // 35 slices a row over 18 workgroups: one or two each
                                            TopKCase{3, 70000, 30000, 4},  // ties at T, written from the row
                                            TopKCase{2, 9000, 4500, 1},    // every score equal
                                            TopKCase{2, 40000, 1000, 0, 1000.0f},  // level 0 keeps every key; gathered after level 1
