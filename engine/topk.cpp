@@ -23,7 +23,7 @@ constexpr uint32_t kFinishAloneMax = 32768;
 // slice each would make more workgroups than this, so that each workgroup
 // finds the window (or the chosen bin) once for all its slices and a dispatch
 // fits about one wave. H100, Fier's and SparQ's 32 rows at 128k: 1024
-// workgroups -> 512, top-k 53.1 -> 49.5 and 55.4 -> 51.3 us; a target of 264
+// workgroups -> 512, top-k 53.1 -> 49.4-50.0 and 55.4 -> 51.3 us; a target of 264
 // made rows of 64k slower (42.7 -> 46.5; docs/perf.md, session 20).
 constexpr uint32_t kSliceWorkgroupsTarget = 512;
 
