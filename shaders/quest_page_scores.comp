@@ -19,33 +19,58 @@ layout(push_constant) uniform PageScoresPush { PAGE_SCORES_FIELDS } pc;
 layout(std430, binding = 1) readonly buffer PageMinMax { uint minmax[]; };  // [G, d, n_pages] (max, min) pairs
 layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };     // [rows, row_stride]
 
-// One workgroup per row and 128 pages. (One workgroup serving a group's four
-// heads per read of the bounds measured slower on the H100: 21 against 18 us
-// at 32k; docs/perf.md, session 5.)
-shared float row_query[HEAD_DIM];
+// A workgroup per KV head and 32 pages. A page's channels are shared by four
+// invocations 32 apart, each taking every fourth tile of 8 channels, so that
+// each has a quarter of the loads and a bound, loaded once, serves a batch
+// of the group's heads; their sums meet in shared memory. On the H100 this
+// beat an invocation per page and query head walking all 128 channels (9.9 /
+// 13.7 -> 7.9 / 9.9 us at 8k / 32k, 21.3 at 128k either way); bigger arrays,
+// more shared memory, a whole group per invocation, a page-major or a
+// tile-major layout of the bounds, or a subgroupAdd per page were all slower
+// (docs/perf.md, session 21).
+const uint PAGES = 32u, PARTS = 4u, TILE = 8u, BATCH = 4u;
+shared float batch_query[BATCH * HEAD_DIM];
+shared float part_bound[BATCH][PARTS * PAGES];
 
 void main() {
-  const uint row = gl_WorkGroupID.y, page = gl_GlobalInvocationID.x;
-  const uint first_head = row * pc.heads_per_row;
-  const uint kv_head = first_head / (pc.n_heads / pc.n_kv_heads);
-  const uint base = kv_head * HEAD_DIM * pc.n_pages + page;
-  float aggregate = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;
-  for (uint h = first_head; h < first_head + pc.heads_per_row; ++h) {
+  const uint part = gl_LocalInvocationIndex / PAGES, page = gl_WorkGroupID.x * PAGES + gl_LocalInvocationIndex % PAGES;
+  const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
+  const uint base = kv_head * HEAD_DIM * pc.n_pages + min(page, max(pc.n_candidates, 1u) - 1u);
+  float aggregate = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;   // the page's part 0 holds it
+  for (uint batch = 0u; batch < group; batch += BATCH) {
+    const uint batch_heads = min(BATCH, group - batch);
     barrier();
-    for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) row_query[c] = head_query(h, c);
+    for (uint e = gl_LocalInvocationIndex; e < batch_heads * HEAD_DIM; e += gl_WorkGroupSize.x)
+      batch_query[e] = head_query(kv_head * group + batch + e / HEAD_DIM, e % HEAD_DIM);
     barrier();
-    if (page >= pc.n_candidates) continue;
-    float bound = 0.0;
-    [[unroll]] for (uint c = 0u; c < HEAD_DIM; c += 8u) {  // d is a multiple of 8
-      vec2 bounds[8];   // loads issued before any is used
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+    float bound[BATCH];
+    [[unroll]] for (uint h = 0u; h < BATCH; ++h) bound[h] = 0.0;
+    for (uint c = part * TILE; c < HEAD_DIM; c += PARTS * TILE) {  // d is a multiple of 8
+      vec2 bounds[TILE];   // loads issued before any is used
+      [[unroll]] for (uint i = 0u; i < TILE; ++i) {
         const uint at = (base + (c + i) * pc.n_pages) * PAIR_WORDS;
         bounds[i] = unpack_pair(uvec2(minmax[at], PAIR_WORDS == 2u ? minmax[at + 1u] : 0u));
       }
-      [[unroll]] for (uint i = 0u; i < 8u; ++i)
-        bound += max(row_query[c + i] * bounds[i].x, row_query[c + i] * bounds[i].y);
+      [[unroll]] for (uint h = 0u; h < BATCH; ++h) {
+        if (h < batch_heads) {
+          [[unroll]] for (uint i = 0u; i < TILE; ++i) {
+            const float q = batch_query[h * HEAD_DIM + c + i];
+            bound[h] += max(q * bounds[i].x, q * bounds[i].y);
+          }
+        }
+      }
     }
-    aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + bound / float(pc.heads_per_row) : max(aggregate, bound);
+    [[unroll]] for (uint h = 0u; h < BATCH; ++h) part_bound[h][gl_LocalInvocationIndex] = bound[h];
+    barrier();
+    if (part != 0u || page >= pc.n_candidates) continue;
+    [[unroll]] for (uint h = 0u; h < BATCH; ++h) {
+      if (h < batch_heads) {
+        const uint at = gl_LocalInvocationIndex;
+        const float sum = (part_bound[h][at] + part_bound[h][at + PAGES]) + (part_bound[h][at + 2u * PAGES] + part_bound[h][at + 3u * PAGES]);
+        if (pc.heads_per_row == 1u) scores[(kv_head * group + batch + h) * pc.row_stride + page] = sum;
+        else aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + sum / float(pc.heads_per_row) : max(aggregate, sum);
+      }
+    }
   }
-  if (page < pc.n_candidates) scores[row * pc.row_stride + page] = aggregate;
+  if (pc.heads_per_row != 1u && part == 0u && page < pc.n_candidates) scores[kv_head * pc.row_stride + page] = aggregate;
 }

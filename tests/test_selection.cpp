@@ -137,6 +137,10 @@ const AttentionShape kKeyOf40{4, 2, 700, 40};
 // (vk::DeviceInfo::loop_limit); the tiled kernels stay far under it.
 const AttentionShape kLongWindow{8, 2, 1200, 128};
 const AttentionShape kGroupOf8{16, 2, 700, 128};
+// Quest's page scores serve 4 heads from each load of a bound: a group of 10
+// takes two full batches and a partial one, and a KV head's aggregate spans
+// them; with d = 96 each of a page's four parts takes three tiles of 8 channels.
+const AttentionShape kGroupOf10{20, 2, 700, 96};
 
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
@@ -158,6 +162,9 @@ std::vector<MethodCase> method_cases() {
       cases.push_back({method, mode, kGroupOf6, DType::f16, 50, "mean"});
     }
     cases.push_back({"quest", mode, kGqa, DType::f16, 8, ""});  // budget below the page size
+    cases.push_back({"quest", mode, kGroupOf10, DType::f16, 64, ""});
+    cases.push_back({"quest", mode, kGroupOf10, DType::f32, 64, "mean"});
+    cases.push_back({"quest", mode, kGroupOf10, DType::bf16, 64, "max"});
     cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p2"});
     cases.push_back({"quest", mode, kManyPages, DType::f16, 600, "p2"});  // more kept pages than TOPK_KEPT_PAGES
     cases.push_back({"keydiff", mode, kManySplits, DType::f16, 64, ""});

@@ -50,8 +50,8 @@ class Quest final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::PageScoresPush push{s.heads, s.kv_heads, pages_.pages(), scored_pages, pages_.pages(), rows_.heads_per_row,
                                  rows_.aggregate, query.raw_query};
-    pass.dispatch(scores_kernel_, {query.buffer, &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 128),
-                  rows_.rows, 1, "page_scores");
+    pass.dispatch(scores_kernel_, {query.buffer, &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 32),
+                  s.kv_heads, 1, "page_scores");
     // The top-k writes the kept pages as tokens, with the last page's.
     topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
                        list_width(budget));
