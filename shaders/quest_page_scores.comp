@@ -19,18 +19,20 @@ layout(push_constant) uniform PageScoresPush { PAGE_SCORES_FIELDS } pc;
 layout(std430, binding = 1) readonly buffer PageMinMax { uint minmax[]; };  // [G, d, n_pages] (max, min) pairs
 layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };     // [rows, row_stride]
 
-// A workgroup per KV head and 32 pages. A page's channels are shared by four
-// invocations 32 apart, each taking every fourth tile of 8 channels, so that
-// each has a quarter of the loads and a bound, loaded once, serves a batch
-// of the group's heads; their sums meet in shared memory. On the H100 this
-// beat an invocation per page and query head walking all 128 channels (9.9 /
-// 13.7 -> 7.9 / 9.9 us at 8k / 32k, 21.3 at 128k either way); bigger arrays,
-// more shared memory, a whole group per invocation, a page-major or a
-// tile-major layout of the bounds, or a subgroupAdd per page were all slower
-// (docs/perf.md, session 21).
-const uint PAGES = 32u, PARTS = 4u, TILE = 8u, BATCH = 4u;
+// A workgroup per KV head and PAGES pages. A page's channels are split into
+// PARTS parts on invocations PAGES apart, each part taking every PARTS-th
+// tile of 8 channels, so that a warp still reads contiguous runs of a channel
+// row, each invocation has a part of the loads, and a bound, loaded once,
+// serves a batch of the group's heads; the parts' sums meet in shared memory.
+// On the H100 this beat an invocation per page and query head walking all 128
+// channels (9.9 / 13.7 / 21.4 -> 6.7 / 9.3 / 18.7 us at 8k / 32k / 128k with
+// the engine's choice of parts); bigger register arrays, more shared memory,
+// a whole group per invocation, page-major or tile-major bounds, or a
+// subgroupAdd per page were all slower (docs/perf.md, session 21).
+layout(constant_id = 2) const uint PARTS = 4u;  // 2, 4 or 8: the engine picks by the dispatch's size (methods/quest.cpp)
+const uint PAGES = 128u / PARTS, TILE = 8u, BATCH = 4u;
 shared float batch_query[BATCH * HEAD_DIM];
-shared float part_bound[BATCH][PARTS * PAGES];
+shared float part_bound[BATCH][128];
 
 void main() {
   const uint part = gl_LocalInvocationIndex / PAGES, page = gl_WorkGroupID.x * PAGES + gl_LocalInvocationIndex % PAGES;
@@ -66,7 +68,8 @@ void main() {
     [[unroll]] for (uint h = 0u; h < BATCH; ++h) {
       if (h < batch_heads) {
         const uint at = gl_LocalInvocationIndex;
-        const float sum = (part_bound[h][at] + part_bound[h][at + PAGES]) + (part_bound[h][at + 2u * PAGES] + part_bound[h][at + 3u * PAGES]);
+        float sum = 0.0;
+        for (uint k = 0u; k < PARTS; ++k) sum += part_bound[h][at + k * PAGES];
         if (pc.heads_per_row == 1u) scores[(kv_head * group + batch + h) * pc.row_stride + page] = sum;
         else aggregate = pc.aggregate == AGGREGATE_MEAN ? aggregate + sum / float(pc.heads_per_row) : max(aggregate, sum);
       }

@@ -46,6 +46,7 @@ MethodOptions options_of(const MethodCase& c) {
   if (c.variant == "g16") o.group_size = 16;  // Fier: 8 blocks a workgroup of 128 tokens
   if (c.variant == "g48") o.group_size = 48;  // blocks that straddle workgroups
   if (c.variant == "p2") o.page_size = 2;     // Quest: more pages than topk_row takes
+  if (c.variant == "p1") o.page_size = 1;     // Quest: pages enough for page scores of 4 or 2 parts
   return o;
 }
 
@@ -126,6 +127,10 @@ const AttentionShape kLongGqa{8, 2, 9000, 64};
 // (8192, fewer where shared memory is smaller), so topk_finish writes their
 // pages as tokens; earlier steps, fewer pages, take topk_row's.
 const AttentionShape kManyPages{4, 2, 16500, 32};
+// Quest's page scores take the fewest parts a page (of 2, 4, 8) that make
+// 1024 workgroups: with pages of 1 token, the last blocks here take 4 parts
+// (kManyPages) and 2 (kMostPages); every smaller case takes 8.
+const AttentionShape kMostPages{4, 2, 33000, 32};
 // KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
 // full round and the rest.
 const AttentionShape kManySplits{4, 2, 13000, 128};
@@ -167,6 +172,8 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"quest", mode, kGroupOf10, DType::bf16, 64, "max"});
     cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p2"});
     cases.push_back({"quest", mode, kManyPages, DType::f16, 600, "p2"});  // more kept pages than TOPK_KEPT_PAGES
+    cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p1"});
+    if (mode == Mode::decode) cases.push_back({"quest", mode, kMostPages, DType::f16, 64, "p1"});  // prefill: 21 s on lavapipe
     cases.push_back({"keydiff", mode, kManySplits, DType::f16, 64, ""});
     cases.push_back({"keydiff", mode, kKeyOf40, DType::f16, 64, ""});
     cases.push_back({"fier", mode, kGqa, DType::f16, 64, "g16"});

@@ -9,8 +9,35 @@
 #include "quest_page_scores.spv.h"
 #include "topk.h"
 
+#include <iterator>
+#include <vector>
+
 namespace kv {
 namespace {
+
+// quest_page_scores splits a page's channels into PARTS (2, 4 or 8) over
+// 128 / PARTS pages a workgroup: more parts make shorter chains of loads,
+// fewer make longer contiguous reads. A dispatch takes the fewest parts that
+// still give it this many workgroups (8 a streaming multiprocessor on the
+// H100), else 8. H100, page_scores us with 2 / 4 / 8 parts: 10.5 / 7.9 / 6.7
+// at 8k, 12.0 / 9.9 / 9.3 at 32k, 18.7 / 21.2 / 23.0 at 128k (docs/perf.md,
+// session 21).
+constexpr uint32_t kPageScoreWorkgroups = 1024;
+constexpr uint32_t kPageScoreParts[] = {2, 4, 8};
+
+size_t page_score_parts_index(uint32_t kv_heads, uint32_t scored_pages) {
+  for (size_t i = 0; i + 1 < std::size(kPageScoreParts); ++i)
+    if (uint64_t(kv_heads) * ceil_div(scored_pages, 128 / kPageScoreParts[i]) >= kPageScoreWorkgroups) return i;
+  return std::size(kPageScoreParts) - 1;
+}
+
+std::vector<vk::Kernel> page_score_kernels(const vk::Device& device, const GpuLayer& layer) {
+  std::vector<vk::Kernel> kernels;
+  for (uint32_t parts : kPageScoreParts)
+    kernels.push_back(make_layer_kernel<layouts::PageScoresPush>(device, "quest_page_scores", quest_page_scores_spirv, 3,
+                                                                 layer.shape, layer.dtype, {parts}));
+  return kernels;
+}
 
 class Quest final : public Method {
  public:
@@ -20,8 +47,7 @@ class Quest final : public Method {
         rows_(head_rows(layer.shape, options.gqa_agg)),
         pages_(device, layer, options.page_size),
         mean_query_(device, layer),
-        scores_kernel_(make_layer_kernel<layouts::PageScoresPush>(device, "quest_page_scores", quest_page_scores_spirv, 3,
-                                                                  layer.shape, layer.dtype)),
+        score_kernels_(page_score_kernels(device, layer)),
         topk_(device),
         scores_(device, size_t(rows_.rows) * pages_.pages() * sizeof(float)) {
     vk::Pass build(device);
@@ -50,8 +76,9 @@ class Quest final : public Method {
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::PageScoresPush push{s.heads, s.kv_heads, pages_.pages(), scored_pages, pages_.pages(), rows_.heads_per_row,
                                  rows_.aggregate, query.raw_query};
-    pass.dispatch(scores_kernel_, {query.buffer, &pages_.minmax(), &scores_}, push, ceil_div(scored_pages, 32),
-                  s.kv_heads, 1, "page_scores");
+    const size_t parts = page_score_parts_index(s.kv_heads, scored_pages);
+    pass.dispatch(score_kernels_[parts], {query.buffer, &pages_.minmax(), &scores_}, push,
+                  ceil_div(scored_pages, 128 / kPageScoreParts[parts]), s.kv_heads, 1, "page_scores");
     // The top-k writes the kept pages as tokens, with the last page's.
     topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
                        list_width(budget));
@@ -63,7 +90,7 @@ class Quest final : public Method {
   HeadRows rows_;
   QuestPages pages_;
   MeanQuery mean_query_;
-  vk::Kernel scores_kernel_;
+  std::vector<vk::Kernel> score_kernels_;  // by kPageScoreParts
   TopK topk_;
   vk::Buffer scores_;
   std::vector<vk::StageTime> build_times_;
