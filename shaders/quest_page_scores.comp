@@ -25,7 +25,7 @@ layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };     // 
 // row, each invocation has a part of the loads, and a bound, loaded once,
 // serves a batch of the group's heads; the parts' sums meet in shared memory.
 // On the H100 this beat an invocation per page and query head walking all 128
-// channels (9.9 / 13.7 / 21.4 -> 6.7 / 9.3 / 18.7 us at 8k / 32k / 128k with
+// channels (9.9 / 13.7 / 21.4 -> 6.7 / 9.5 / 18.8 us at 8k / 32k / 128k with
 // the engine's choice of parts); bigger register arrays, more shared memory,
 // a whole group per invocation, page-major or tile-major bounds, or a
 // subgroupAdd per page were all slower (docs/perf.md, session 21).
