@@ -4,8 +4,9 @@
 // level-0 histogram (topk_histogram), the bin that holds the k-th largest key;
 // if the keys in it and above fit topk_finish's shared memory, each slice's
 // such keys, with their indices, go to the row's gathered list in index order,
-// at a place taken with an atomic counter, and the slice table records where; the select's progress goes to the row's state. Otherwise
-// nothing: topk_finish then reads the row itself.
+// at a place taken with an atomic counter, and the slice table records
+// where; the select's progress goes to the row's state. Otherwise nothing:
+// topk_finish then reads the row itself.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

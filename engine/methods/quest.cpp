@@ -24,10 +24,16 @@ namespace {
 // session 21).
 constexpr uint32_t kPageScoreWorkgroups = 1024;
 constexpr uint32_t kPageScoreParts[] = {2, 4, 8};
+constexpr uint32_t kPageScoreWorkgroup = 128;  // quest_page_scores' local_size_x
+
+// Workgroups a KV head's pages take with kPageScoreParts[parts] parts a page.
+uint32_t page_score_workgroups(size_t parts, uint32_t scored_pages) {
+  return ceil_div(scored_pages, kPageScoreWorkgroup / kPageScoreParts[parts]);
+}
 
 size_t page_score_parts_index(uint32_t kv_heads, uint32_t scored_pages) {
   for (size_t i = 0; i + 1 < std::size(kPageScoreParts); ++i)
-    if (uint64_t(kv_heads) * ceil_div(scored_pages, 128 / kPageScoreParts[i]) >= kPageScoreWorkgroups) return i;
+    if (uint64_t(kv_heads) * page_score_workgroups(i, scored_pages) >= kPageScoreWorkgroups) return i;
   return std::size(kPageScoreParts) - 1;
 }
 
@@ -78,7 +84,7 @@ class Quest final : public Method {
                                  rows_.aggregate, query.raw_query};
     const size_t parts = page_score_parts_index(s.kv_heads, scored_pages);
     pass.dispatch(score_kernels_[parts], {query.buffer, &pages_.minmax(), &scores_}, push,
-                  ceil_div(scored_pages, 128 / kPageScoreParts[parts]), s.kv_heads, 1, "page_scores");
+                  page_score_workgroups(parts, scored_pages), s.kv_heads, 1, "page_scores");
     // The top-k writes the kept pages as tokens, with the last page's.
     topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
                        list_width(budget));
