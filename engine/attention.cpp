@@ -21,7 +21,7 @@ namespace {
 using layouts::AttentionMergePush;
 using layouts::AttentionPartialPush;
 
-constexpr uint32_t kMergeWorkgroup = 256;  // a power of two (tree reductions)
+constexpr uint32_t kMergeWorkgroup = 256;  // at least HEAD_DIM / 4: an invocation per 4 channels
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
@@ -29,7 +29,7 @@ constexpr uint32_t kTargetWorkgroups = 1024;
 // SM issues per key tile, so one workgroup per SM does as much as two: on the
 // H100 a 32k dense chunk took 1034 us at 2 or 4 splits, QuoKA's 1152-key chunk
 // 70.6 / 82 / 100 / 133 us at 2 / 4 / 8 / 16 (docs/perf.md, session 7).
-constexpr uint32_t kPartialRowsPerHead = 256;  // also attention_merge.comp's MAX_SPLITS
+constexpr uint32_t kPartialRowsPerHead = 256;
 constexpr uint32_t kChunkSplits = 2;
 
 // attention_chunk's fixed tile (layouts.h; 4 subgroups of 32).
@@ -268,7 +268,7 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
                   t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
   // A chunk's few splits: each invocation combines its channel alone (H100, QuoKA
-  // prefill chunk: 15.7 -> 8.0 us against a workgroup's tree reductions per row).
+  // prefill chunk: 15.7 -> 8.0 us against a workgroup per row, session 7).
   const vk::Kernel& merge_kernel = t.splits <= ATTENTION_FEW_SPLITS ? merge_few_ : merge_;
   pass.dispatch(merge_kernel, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,
                 prefix + "_merge");

@@ -2,13 +2,15 @@
 // Combines the key splits of attention_partial for one (head, query) row:
 // softmax-weighted sum of the partial outputs, and the row's log-sum-exp of
 // the scaled logits (natural log), which the metrics turn into probabilities.
-// The row's max and sum over the splits are subgroup reductions that meet in
-// shared memory (a barrier each; the tree of barriers before took most of the
-// merge's 7 us at 32k on the H100). Then invocations own 4 channels of the
-// output and every GROUPS-th split, and the groups' sums meet in shared memory.
+// Invocations own 4 channels of the output and every GROUPS-th split. Each
+// issues the loads of a batch of its splits (their (max, sum) and its channels)
+// before it uses any, and keeps a running max, sum and output over its splits,
+// so a row costs one round of loads and one barrier, after which the groups'
+// results meet in shared memory. (Before, the row's max and sum were workgroup
+// reductions over the splits' stats and the outputs were read after them: two
+// rounds of loads and five barriers.)
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 #include "common.glsl"
 
@@ -23,52 +25,63 @@ layout(std430, binding = 3) writeonly buffer LogSumExp { float log_sum_exp[]; };
 
 layout(push_constant) uniform AttentionMergePush { ATTENTION_MERGE_FIELDS } pc;
 
-const uint MAX_SPLITS = 256;  // the C++ owner never makes more
 const uint QUADS = HEAD_DIM / 4u;
 const uint GROUPS = WORKGROUP / QUADS;
+const uint BATCH = 8;  // splits a group loads before using any
 
-shared float subgroup_results[WORKGROUP];  // one per subgroup
-shared float weights[MAX_SPLITS];
-shared vec4 group_sums[GROUPS * QUADS];
-
-// The workgroup's max (is_max) or sum of one value per invocation.
-float workgroup_reduce(float value, bool is_max) {
-  value = is_max ? subgroupMax(value) : subgroupAdd(value);
-  if (subgroupElect()) subgroup_results[gl_SubgroupID] = value;
-  barrier();
-  float result = subgroup_results[0];
-  for (uint i = 1u; i < gl_NumSubgroups; ++i)
-    result = is_max ? max(result, subgroup_results[i]) : result + subgroup_results[i];
-  barrier();  // every invocation has read the results before the next reduction writes them
-  return result;
-}
+shared float group_max[GROUPS];
+shared float group_sum[GROUPS];
+shared vec4 group_output[GROUPS * QUADS];
 
 void main() {
   const uint row = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex;
   if (row >= pc.n_rows) return;
-  float local_max = LOWEST_FLOAT;
-  for (uint s = tid; s < pc.n_splits; s += WORKGROUP) local_max = max(local_max, partial_stats[row * pc.n_splits + s].x);
-  const float row_max = workgroup_reduce(local_max, true);
-  float local_sum = 0.0;
-  for (uint s = tid; s < pc.n_splits; s += WORKGROUP) {
-    const vec2 stats = partial_stats[row * pc.n_splits + s];
-    const float w = stats.x == LOWEST_FLOAT ? 0.0 : exp2(stats.x - row_max);
-    weights[s] = w;
-    local_sum += stats.y * w;
-  }
-  const float row_sum = workgroup_reduce(local_sum, false);  // its barriers also publish weights[]
-
   const uint quad = tid % QUADS, group = tid / QUADS;
+  float running_max = LOWEST_FLOAT, running_sum = 0.0;
+  vec4 running_output = vec4(0.0);
   if (group < GROUPS) {
-    vec4 sum = vec4(0.0);
-    for (uint s = group; s < pc.n_splits; s += GROUPS) sum += partial_output[(row * pc.n_splits + s) * QUADS + quad] * weights[s];
-    group_sums[group * QUADS + quad] = sum;
+    for (uint first = group; first < pc.n_splits; first += GROUPS * BATCH) {
+      vec2 stats[BATCH];
+      vec4 partial[BATCH];
+      [[unroll]] for (uint b = 0; b < BATCH; ++b) {
+        const uint s = first + b * GROUPS;
+        stats[b] = vec2(LOWEST_FLOAT, 0.0);
+        partial[b] = vec4(0.0);
+        if (s < pc.n_splits) {
+          stats[b] = partial_stats[row * pc.n_splits + s];
+          partial[b] = partial_output[(row * pc.n_splits + s) * QUADS + quad];
+        }
+      }
+      float new_max = running_max;
+      [[unroll]] for (uint b = 0; b < BATCH; ++b) new_max = max(new_max, stats[b].x);
+      const float alpha = exp2(running_max - new_max);  // 1 while both are LOWEST_FLOAT, with nothing to scale
+      running_max = new_max;
+      running_sum *= alpha;
+      running_output *= alpha;
+      [[unroll]] for (uint b = 0; b < BATCH; ++b) {
+        const float w = stats[b].x == LOWEST_FLOAT ? 0.0 : exp2(stats[b].x - new_max);
+        running_sum += stats[b].y * w;
+        running_output += partial[b] * w;
+      }
+    }
+    if (quad == 0u) {
+      group_max[group] = running_max;
+      group_sum[group] = running_sum;
+    }
+    group_output[group * QUADS + quad] = running_output;
   }
   barrier();
   if (tid < QUADS) {
+    float row_max = LOWEST_FLOAT;
+    [[unroll]] for (uint g = 0u; g < GROUPS; ++g) row_max = max(row_max, group_max[g]);
+    float row_sum = 0.0;
     vec4 total = vec4(0.0);
-    for (uint g = 0u; g < GROUPS; ++g) total += group_sums[g * QUADS + tid];
+    [[unroll]] for (uint g = 0u; g < GROUPS; ++g) {
+      const float w = group_max[g] == LOWEST_FLOAT ? 0.0 : exp2(group_max[g] - row_max);
+      row_sum += group_sum[g] * w;
+      total += group_output[g * QUADS + tid] * w;
+    }
     output_[row * QUADS + tid] = total / row_sum;
+    if (tid == 0u) log_sum_exp[row] = (row_max + log2(row_sum)) * 0.6931471805599453;
   }
-  if (tid == 0u) log_sum_exp[row] = (row_max + log2(row_sum)) * 0.6931471805599453;
 }
