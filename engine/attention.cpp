@@ -22,6 +22,7 @@ using layouts::AttentionMergePush;
 using layouts::AttentionPartialPush;
 
 constexpr uint32_t kMergeWorkgroup = 256;  // at least HEAD_DIM / 4: an invocation per 4 channels
+constexpr uint32_t kMergeBatch = 8;        // merge_splits.glsl's MERGE_BATCH
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
@@ -149,10 +150,10 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
           const uint32_t specialization[] = {shape.dim, element_type(dtype), r, decode_lanes_,
                                              kDecodeKeyGroups * decode_lanes_, decode_unroll(r)};
           kernels.emplace(r, keys == Keys::dense ? vk::Kernel(device, "attention_decode", attention_decode_spirv,
-                                                              {5, sizeof(AttentionPartialPush)}, specialization)
+                                                              {8, sizeof(AttentionPartialPush)}, specialization)
                                                  : vk::Kernel(device, "sparse_attention_decode",
                                                               sparse_attention_decode_spirv,
-                                                              {6, sizeof(AttentionPartialPush)}, specialization));
+                                                              {9, sizeof(AttentionPartialPush)}, specialization));
         }
         return kernels;
       }()),
@@ -177,7 +178,10 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
       partial_output_(device, size_t(shape.heads) * partial_rows_ * shape.dim * sizeof(float)),
       partial_stats_(device, size_t(shape.heads) * partial_rows_ * 2 * sizeof(float)),
       output_(device, size_t(shape.heads) * max_queries_ * shape.dim * sizeof(float)),
-      log_sum_exp_(device, size_t(shape.heads) * max_queries_ * sizeof(float)) {}
+      log_sum_exp_(device, size_t(shape.heads) * max_queries_ * sizeof(float)),
+      split_count_(device, size_t(shape.heads) * sizeof(uint32_t)) {
+  split_count_.fill(0);
+}
 
 AttentionTiling Attention::tiling(const AttentionRequest& request) const {
   AttentionTiling t = base_;
@@ -260,12 +264,26 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   push.own_count = request.own_count;
   const uint32_t lists = shape_.heads / push.heads_per_list;
   const vk::Kernel& partial = t.decode_kernel ? decode_.at(t.rows) : t.chunk_kernel ? *chunk_ : partial_;
-  if (sparse)
+  // A decode list of one head whose splits one round of merge_row's loads
+  // covers is merged by its last split to finish (attention_decode.glsl).
+  const uint32_t merge_groups = t.workgroup / (shape_.dim / 4);
+  const bool merge_here = t.decode_kernel && t.rows == 1 && t.splits <= merge_groups * kMergeBatch;
+  push.merge_here = merge_here ? 1 : 0;
+  if (t.decode_kernel && sparse)
+    pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection,
+                            &split_count_, &output_, &log_sum_exp_},
+                  push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
+  else if (t.decode_kernel)
+    pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, &split_count_,
+                            &output_, &log_sum_exp_},
+                  push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
+  else if (sparse)
     pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_, request.selection},
                   push, t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
   else
     pass.dispatch(partial, {request.queries, &layer.keys, &layer.values, &partial_output_, &partial_stats_}, push,
                   t.splits, t.query_tiles, lists * t.head_blocks, prefix + "_partial");
+  if (merge_here) return;
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
   // A chunk's few splits: each invocation combines its channel alone (H100, QuoKA
   // prefill chunk: 15.7 -> 8.0 us against a workgroup per row, session 7).

@@ -93,6 +93,7 @@ class Attention {
   vk::Buffer partial_stats_;
   vk::Buffer output_;
   vk::Buffer log_sum_exp_;
+  vk::Buffer split_count_;  // finished splits per (list, head block) of a self-merging decode step; zero between steps
 };
 
 }  // namespace kv

@@ -13,7 +13,12 @@
 // leave every lane of a group with the same score, so each lane keeps the
 // online softmax (max, sum in log2 units) of its group and the output of its
 // own channels in registers. The groups are combined once per
-// split through shared memory; attention_merge combines the splits.
+// split through shared memory; attention_merge combines the splits, or, for a
+// list of one head whose splits one round of merge_row's loads covers
+// (pc.merge_here: a sparse step's per-head lists), the last split of the row
+// to finish does, which saves the merge's dependent dispatch (H100, Quest and
+// Fier decode: 1.2-1.4 us a step; docs/perf.md, session 22). That needs no
+// workgroup to wait for another, only an arrival counter.
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
@@ -31,6 +36,13 @@ const uint CHUNKS = HEAD_DIM / 8u;                       // 16-byte pieces of a 
 const uint PER_LANE = (CHUNKS + LANES - 1u) / LANES;     // pieces each lane owns
 const uint KEY_GROUPS = WORKGROUP / LANES;
 
+// The splits of each (list, head block) that have finished, and what
+// attention_merge would write, for the rows this kernel merges itself.
+layout(std430, binding = 5 + KEY_LIST) coherent buffer SplitCount { uint split_count[]; };
+layout(std430, binding = 6 + KEY_LIST) writeonly buffer AttentionOutput { float attention_output[]; };  // [H, d]
+layout(std430, binding = 7 + KEY_LIST) writeonly buffer LogSumExp { float log_sum_exp[]; };            // [H]
+
+// Also merge_row's: KEY_GROUPS >= its MERGE_GROUPS, as HEAD_DIM >= 4 * LANES.
 shared float group_max[KEY_GROUPS];
 shared float group_sum[KEY_GROUPS];
 shared float group_output[KEY_GROUPS * HEAD_DIM];
@@ -54,6 +66,17 @@ void load_slots(uint slot0, uint slot_end, uint list, uint kv_head, uint key_lim
     }
   }
 }
+
+shared uint last_to_finish;
+
+vec4 load_partial_quad(uint e) {
+  return vec4(partial_output[e], partial_output[e + 1u], partial_output[e + 2u], partial_output[e + 3u]);
+}
+void store_output_quad(uint e, vec4 value) {
+  [[unroll]] for (uint c = 0u; c < 4u; ++c) attention_output[e + c] = value[c];
+}
+
+#include "merge_splits.glsl"
 
 void main() {
   const uint split = gl_WorkGroupID.x;
@@ -187,5 +210,20 @@ void main() {
       partial_stats[head * pc.n_splits + split] = vec2(split_max, total);
     }
     barrier();
+  }
+
+  if (ROWS == 1u && pc.merge_here != 0u) {
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+      const uint counter = gl_WorkGroupID.z;
+      const bool last = atomicAdd(split_count[counter], 1u) == pc.n_splits - 1u;
+      if (last) split_count[counter] = 0u;  // ready for the next step
+      last_to_finish = last ? 1u : 0u;
+    }
+    barrier();
+    if (last_to_finish == 0u) return;
+    memoryBarrierBuffer();
+    merge_row(first_head);  // n_queries is 1: the row is the head
   }
 }

@@ -39,7 +39,8 @@ using uint = std::uint32_t;
   float scale_log2;      /* logit scale times log2(e) */ \
   uint list_length;      /* sparse: selected slots per list (-1 padded) */ \
   uint own_first;        /* sparse: the chunk's own keys [own_first, own_first + own_count) */ \
-  uint own_count;
+  uint own_count;        \
+  uint merge_here;       /* decode: the last split of a row to finish merges the row (attention_decode.glsl) */
 KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 
 // attention_chunk.glsl's tiling (tensor cores): ROWS query rows by KEY_TILE
