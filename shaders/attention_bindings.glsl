@@ -6,6 +6,7 @@
 layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };   // [H, n_queries, d]
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };         // [G, T, d]
 layout(std430, binding = 2) readonly buffer Values { uvec4 values_[]; };    // [G, T, d]
+// coherent: a decode step's last split reads the other splits' partials (attention_decode.glsl).
 layout(std430, binding = 3) coherent buffer PartialOutput { float partial_output[]; };  // [H, n_queries, n_splits, d]
 layout(std430, binding = 4) coherent buffer PartialStats { vec2 partial_stats[]; };     // [H, n_queries, n_splits]
 #if KEY_LIST

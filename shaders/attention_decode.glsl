@@ -15,10 +15,10 @@
 // own channels in registers. The groups are combined once per
 // split through shared memory; attention_merge combines the splits, or, for a
 // list of one head whose splits one round of merge_row's loads covers
-// (pc.merge_here: a sparse step's per-head lists), the last split of the row
-// to finish does, which saves the merge's dependent dispatch (H100, Quest and
-// Fier decode: 1.2-1.4 us a step; docs/perf.md, session 22). That needs no
-// workgroup to wait for another, only an arrival counter.
+// (pc.merge_here: per-head lists, and dense decode where H = G), the last
+// split of the row to finish does, which saves the merge's dependent dispatch
+// (H100, Quest and Fier decode: 1.2-1.4 us a step; docs/perf.md, session 22).
+// That needs no workgroup to wait for another, only an arrival counter.
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
