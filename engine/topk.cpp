@@ -11,7 +11,7 @@
 
 namespace kv {
 namespace {
-constexpr uint32_t kRowWorkgroup = 256, kSliceWorkgroup = 256, kFinishWorkgroup = 1024;  // their TOPK_WORKGROUP
+constexpr uint32_t kRowWorkgroup = 512, kSliceWorkgroup = 256, kFinishWorkgroup = 1024;  // their TOPK_WORKGROUP
 
 // Rows of up to this many scores are topk_finish's alone: on the H100 one
 // workgroup reading such a row a pass per level beat the three dispatches
@@ -38,7 +38,7 @@ uint32_t common_shared_bytes(const vk::Device& device, uint32_t workgroup) {
 
 // The candidates topk_row stages in shared memory (33 words per 32):
 // TOPK_ROW_MAX, or what the device's shared memory holds (lavapipe's 32 KiB:
-// 5376).
+// 5120).
 uint32_t row_capacity_for(const vk::Device& device) {
   const uint32_t others = common_shared_bytes(device, kRowWorkgroup);
   const uint32_t limit = device.limits().maxComputeSharedMemorySize;

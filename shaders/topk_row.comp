@@ -7,6 +7,12 @@
 // Staging issues PER_INVOCATION unconditional loads per invocation before
 // storing any: a loop of guarded loads ran one memory latency per WORKGROUP
 // candidates on the H100 (13 / 29 us for 2k / 8k).
+//
+// 512 invocations: every phase here is a chain of barriers and shared-memory
+// passes whose per-invocation loops shorten as the workgroup grows. On the
+// H100 the top-k of rows of 2048 / 8192 took 12.2 / 18.5 us at 256
+// invocations, 10.8-11.1 / 14.7-14.8 at 512 and 11.4 / 13.7-13.8 at 1024
+// (docs/perf.md, session 23).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
@@ -14,7 +20,7 @@
 layout(std430, binding = 0) readonly buffer Scores { float scores[]; };   // [rows, row_stride]
 layout(std430, binding = 1) writeonly buffer Indices { int indices[]; };  // [rows, out_stride]
 
-#define TOPK_WORKGROUP 256
+#define TOPK_WORKGROUP 512
 const uint PER_INVOCATION = 8u;  // loads in flight per invocation
 
 // Candidates a row may have: TOPK_ROW_MAX, or fewer where shared memory is
