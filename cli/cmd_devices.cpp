@@ -32,7 +32,7 @@ int run_devices(const GlobalOptions& global, const std::vector<std::string>& arg
     std::snprintf(version, sizeof version, "%u.%u", VK_API_VERSION_MAJOR(d.api_version), VK_API_VERSION_MINOR(d.api_version));
     std::printf(" %c %-3u %-10s %-40s %-8s %-9u %-10s %s%s\n", d.index == chosen ? '*' : ' ', d.index, d.type.c_str(),
                 d.name.c_str(), version, d.subgroup_size, human_bytes(d.device_local_bytes).c_str(), d.driver.c_str(),
-                d.supported ? "" : "  (unsupported: needs Vulkan 1.2 and VK_KHR_push_descriptor)");
+                d.supported ? "" : (std::string("  (unsupported: needs ") + vk::kDeviceRequirements + ")").c_str());
   }
   return 0;
 }

@@ -192,7 +192,10 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
   info.max_storage_buffer_range = properties.properties.limits.maxStorageBufferRange;
   info.max_shared_memory_bytes = properties.properties.limits.maxComputeSharedMemorySize;
+  info.max_workgroup_invocations = std::min(properties.properties.limits.maxComputeWorkGroupInvocations,
+                                            properties.properties.limits.maxComputeWorkGroupSize[0]);
   info.supported = info.api_version >= VK_API_VERSION_1_2 && info.subgroup_arithmetic &&
+                   info.max_workgroup_invocations >= kMostWorkgroupInvocations &&
                    has_device_extension(physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
                    compute_queue_family(physical, nullptr) >= 0;
   return info;
@@ -212,7 +215,7 @@ uint32_t choose(const std::vector<DeviceInfo>& infos, const std::string& selecto
       bool match = numeric ? std::to_string(info.index) == selector
                            : lower(info.name).find(lower(selector)) != std::string::npos;
       if (!match) continue;
-      if (!info.supported) throw DeviceError("device '" + info.name + "' lacks Vulkan 1.2, VK_KHR_push_descriptor or subgroup arithmetic in compute shaders");
+      if (!info.supported) throw DeviceError("device '" + info.name + "' lacks what kvscope needs: " + kDeviceRequirements);
       return info.index;
     }
     throw InputError("no Vulkan device matches --device '" + selector + "' (see 'kvscope devices')");
@@ -220,7 +223,7 @@ uint32_t choose(const std::vector<DeviceInfo>& infos, const std::string& selecto
   const DeviceInfo* best = nullptr;
   for (const DeviceInfo& info : infos)
     if (info.supported && (!best || type_rank(info.type) < type_rank(best->type))) best = &info;
-  if (!best) throw DeviceError("no Vulkan device supports Vulkan 1.2 with VK_KHR_push_descriptor");
+  if (!best) throw DeviceError(std::string("no Vulkan device has what kvscope needs: ") + kDeviceRequirements);
   return best->index;
 }
 

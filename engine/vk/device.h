@@ -37,8 +37,17 @@ struct DeviceInfo {
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;
-  bool supported = false;  // has what kvscope needs (Vulkan 1.2, push descriptors, compute, subgroup arithmetic)
+  uint32_t max_workgroup_invocations = 0;  // the most invocations a 1-D compute workgroup may have
+  bool supported = false;  // has what kvscope needs (kDeviceRequirements)
 };
+
+// What `supported` asks of a device, for messages. topk_finish and
+// keydiff_anchor run workgroups of 1024 invocations, more than the 128 Vulkan
+// promises (every desktop driver and lavapipe allow 1024).
+constexpr uint32_t kMostWorkgroupInvocations = 1024;
+inline constexpr const char* kDeviceRequirements =
+    "Vulkan 1.2, VK_KHR_push_descriptor, a compute queue, subgroup arithmetic in compute shaders and workgroups of 1024 "
+    "invocations";
 
 struct DeviceOptions {
   std::string selector;     // "" = best; a number = index; else a name substring
