@@ -12,7 +12,7 @@ namespace kv {
 // Owner of the top-k kernels and their scratch: per row, the k largest of n
 // scores as ascending indices, ties toward the lower index, -1 padded to
 // out_stride; every index when n <= k. A row of at most 8192 candidates (fewer
-// where shared memory is under 43 KiB) is staged in shared memory by one
+// where shared memory is under about 42 KiB) is staged in shared memory by one
 // workgroup (topk_row, one dispatch). A row of more than 32768 (and at most
 // TOPK_MAX_SLICES slices) is histogrammed and gathered in slices of 4096, one
 // or more per workgroup (topk_histogram, topk_gather), then finished by one
