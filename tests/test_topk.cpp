@@ -50,6 +50,18 @@ struct TopKInputs {
     if (!scores.empty()) score_buffer.upload_values<float>(scores);
   }
 
+  void record(vk::Pass& pass, TopK& topk) const {
+    topk.record(pass, score_buffer, rows, n, stride, k, indices, width);
+  }
+
+  // Selects with `topk` in a pass of its own and checks the result.
+  void select_and_expect(vk::Device& device, TopK& topk) const {
+    vk::Pass pass(device);
+    record(pass, topk);
+    pass.run();
+    expect_top_k();
+  }
+
   void expect_top_k() const {
     std::vector<int32_t> got = indices.download_values<int32_t>(size_t(rows) * width);
     for (uint32_t r = 0; r < rows; ++r) {
@@ -71,10 +83,7 @@ TEST_P(TopKTest, MatchesStableSort) {
   std::mt19937 rng(std::random_device{}());
   TopKInputs inputs(device, GetParam(), rng);
   TopK topk(device);
-  vk::Pass pass(device);
-  topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
-  pass.run();
-  inputs.expect_top_k();
+  inputs.select_and_expect(device, topk);
 }
 
 // The longest row topk_row takes on this device (8192 on the H100, 5120 on
@@ -89,10 +98,7 @@ TEST_F(TopKRowCapacityTest, EitherSideOfTheRowCapacity) {
   for (uint32_t n : {topk.row_capacity(), topk.row_capacity() + 1}) {
     SCOPED_TRACE("n " + std::to_string(n));
     TopKInputs inputs(device, {2, n, n / 3, 7}, rng);
-    vk::Pass pass(device);
-    topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
-    pass.run();
-    inputs.expect_top_k();
+    inputs.select_and_expect(device, topk);
   }
 }
 
@@ -106,9 +112,7 @@ TEST_F(TopKReuseTest, RecordedTogetherAndRunTwice) {
   TopKInputs first(device, {6, 40000, 2000, 0}, rng), second(device, {3, 5000, 4999, 0}, rng);
   TopK topk(device);
   vk::Pass pass(device);
-  for (TopKInputs* inputs : {&first, &second})
-    topk.record(pass, inputs->score_buffer, inputs->rows, inputs->n, inputs->stride, inputs->k, inputs->indices,
-                inputs->width);
+  for (TopKInputs* inputs : {&first, &second}) inputs->record(pass, topk);
   for (int run = 0; run < 2; ++run) {
     first.indices.fill(0x7fc00000u);
     second.indices.fill(0x7fc00000u);
@@ -139,10 +143,7 @@ TEST_F(TopKWindowTest, OutliersBeyondTheSampleHoldT) {
       for (uint32_t i = 0; i < 11; ++i) row[20 + i] = -1e6f + float(i % 3);
     }
     inputs.upload();
-    vk::Pass pass(device);
-    topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
-    pass.run();
-    inputs.expect_top_k();
+    inputs.select_and_expect(device, topk);
   }
 }
 
@@ -166,10 +167,7 @@ TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
       for (uint32_t i = 0; i < inputs.n; ++i)  // [2, 2.3) shares its sign, exponent and next two bits
         inputs.scores[size_t(r) * inputs.stride + i] = i % 3 == 1 && i / 3 < top ? 2.0f + 0.3f * unit(rng) : -unit(rng);
     inputs.upload();
-    vk::Pass pass(device);
-    topk.record(pass, inputs.score_buffer, inputs.rows, inputs.n, inputs.stride, inputs.k, inputs.indices, inputs.width);
-    pass.run();
-    inputs.expect_top_k();
+    inputs.select_and_expect(device, topk);
   }
 }
 

@@ -192,10 +192,10 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
   info.max_storage_buffer_range = properties.properties.limits.maxStorageBufferRange;
   info.max_shared_memory_bytes = properties.properties.limits.maxComputeSharedMemorySize;
-  info.max_workgroup_invocations = std::min(properties.properties.limits.maxComputeWorkGroupInvocations,
-                                            properties.properties.limits.maxComputeWorkGroupSize[0]);
+  const VkPhysicalDeviceLimits& limits = properties.properties.limits;
+  const uint32_t most_workgroup_invocations = std::min(limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]);
   info.supported = info.api_version >= VK_API_VERSION_1_2 && info.subgroup_arithmetic &&
-                   info.max_workgroup_invocations >= kMostWorkgroupInvocations &&
+                   most_workgroup_invocations >= kMostWorkgroupInvocations &&
                    has_device_extension(physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
                    compute_queue_family(physical, nullptr) >= 0;
   return info;

@@ -37,7 +37,6 @@ struct DeviceInfo {
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;
-  uint32_t max_workgroup_invocations = 0;  // the most invocations a 1-D compute workgroup may have
   bool supported = false;  // has what kvscope needs (kDeviceRequirements)
 };
 
