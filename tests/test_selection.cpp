@@ -67,7 +67,11 @@ TEST_P(MethodTest, SelectionMatchesReference) {
   SCOPED_TRACE("capture source: " + capture.source());
   const CaptureLayer& layer = capture.layer(0);
   vk::Device& device = test::device();
-  SelectionResult gpu = select_layer(device, capture, layer, c.method, options, c.mode, c.budget, 3, c.chunk);
+  // About 2% of QuoKA's decode rows cut within 1e-5 and are left out below:
+  // with 3 probes (6 rows at G = 2) two such rows failed one run in a few
+  // hundred, so QuoKA decode takes 12 probes (24 rows).
+  const uint32_t probes = c.method == "quoka" && c.mode == Mode::decode ? 12 : 3;
+  SelectionResult gpu = select_layer(device, capture, layer, c.method, options, c.mode, c.budget, probes, c.chunk);
   const reference::HostLayer host = reference::host_layer(capture, layer);
   ASSERT_EQ(gpu.granularity, reference::granularity(c.method, options, c.mode));
 
