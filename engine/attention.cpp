@@ -26,15 +26,14 @@ constexpr uint32_t kMergeBatch = 8;        // merge_splits.glsl's MERGE_BATCH
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
-// chunk of 128 queries 2 ways. attention_chunk is bound by the instructions an
-// SM issues per key tile, so one workgroup per SM does as much as two: on the
-// H100 a 32k dense chunk took 1034 us at 2 or 4 splits, QuoKA's 1152-key chunk
-// 70.6 / 82 / 100 / 133 us at 2 / 4 / 8 / 16 (docs/perf.md, session 7).
+// chunk of 128 queries kChunkSplits ways.
 constexpr uint32_t kPartialRowsPerHead = 256;
-constexpr uint32_t kChunkSplits = 2;
-
-// attention_chunk's fixed tile (layouts.h; 4 subgroups of 32).
-constexpr AttentionTiling kChunkTiling{.rows = ATTENTION_CHUNK_ROWS, .key_tile = ATTENTION_CHUNK_KEY_TILE, .workgroup = 128};
+constexpr uint32_t kChunkSplits = 4;
+// attention_chunk aims for about one workgroup per SM of a large GPU: on the
+// H100 (132 SMs) a 32k dense chunk took 1034 us at 2 or 4 splits of 4-subgroup
+// workgroups, QuoKA's 1152-key chunk 70.6 / 82 / 100 / 133 us at 2 / 4 / 8 / 16
+// (docs/perf.md, session 7); with 8 subgroups, 4 splits beat 2 and 8 (session 24).
+constexpr uint32_t kChunkTargetWorkgroups = 128;
 
 // attention_decode: key groups per workgroup, keys each group loads before using
 // any (the shader's UNROLL), and the most heads one workgroup serves (each adds
@@ -63,14 +62,23 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
   return lanes;
 }
 
-// attention_chunk: fp16 keys and values, d a multiple of 32 (pairs of 16-wide
-// fragments) and at most 128 (the outputs' fragments live in registers).
-bool chunk_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim) {
-  const uint32_t shared = 16 * 2 * kChunkTiling.key_tile * (dim / 8 + 1) +
-                          4 * 4 * 16 * (ATTENTION_CHUNK_S_STRIDE + ATTENTION_CHUNK_P_STRIDE) +
-                          8 * kChunkTiling.rows + 4 * kChunkTiling.key_tile;
-  return device.info().cooperative_matrix && dtype == DType::f16 && dim % 32 == 0 && dim <= 128 &&
-         shared <= device.limits().maxComputeSharedMemorySize;
+// attention_chunk's tile, 16 (head, query) rows a subgroup of 32, where the
+// device and shape allow the kernel: fp16 keys and values, d a multiple of 32
+// (pairs of 16-wide fragments) and at most 128 (the outputs' fragments live in
+// registers). Eight subgroups share each staged key tile where its 16-byte
+// pieces divide evenly among them (d = 64, 128) and shared memory holds their
+// S and P; four otherwise. On the H100 eight took the 32k dense chunk from
+// 1015 to 676 us and QuoKA's sparse chunk from 58.9 to 39.1 (session 24).
+std::optional<AttentionTiling> chunk_tiling(const vk::Device& device, DType dtype, uint32_t dim) {
+  if (!device.info().cooperative_matrix || dtype != DType::f16 || dim % 32 != 0 || dim > 128) return std::nullopt;
+  const uint32_t key_tile = ATTENTION_CHUNK_KEY_TILE, pieces = key_tile * (dim / 8);
+  for (uint32_t subgroups : {8u, 4u}) {
+    const uint32_t shared = 16 * 2 * key_tile * (dim / 8 + 1) +
+                            4 * subgroups * 16 * (ATTENTION_CHUNK_S_STRIDE + ATTENTION_CHUNK_P_STRIDE) + 4 * key_tile;
+    if (pieces % (32 * subgroups) == 0 && shared <= device.limits().maxComputeSharedMemorySize)
+      return AttentionTiling{.rows = 16 * subgroups, .key_tile = key_tile, .workgroup = 32 * subgroups, .chunk_kernel = true};
+  }
+  return std::nullopt;
 }
 
 uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim) {
@@ -157,9 +165,11 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
         }
         return kernels;
       }()),
+      chunk_tiling_(max_queries_ > 1 ? chunk_tiling(device, dtype, shape.dim) : std::nullopt),
       chunk_([&]() -> std::optional<vk::Kernel> {
-        if (max_queries_ == 1 || !chunk_kernel_fits(device, dtype, shape.dim)) return std::nullopt;
-        const uint32_t specialization[] = {shape.dim, element_type(dtype)};
+        if (!chunk_tiling_) return std::nullopt;
+        const uint32_t specialization[] = {shape.dim, element_type(dtype), chunk_tiling_->workgroup / 32,
+                                           chunk_tiling_->workgroup};
         if (keys == Keys::dense)
           return vk::Kernel(device, "attention_chunk", attention_chunk_spirv, {5, sizeof(AttentionPartialPush)},
                             specialization);
@@ -205,10 +215,7 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
     t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
     return t;
   }
-  if (chunk_) {
-    t = kChunkTiling;
-    t.chunk_kernel = true;
-  }
+  if (chunk_tiling_) t = *chunk_tiling_;
   t.heads_per_block = std::min(heads_per_list, t.rows);
   t.head_blocks = ceil_div(heads_per_list, t.heads_per_block);
   t.queries_per_tile = std::max<uint32_t>(1, t.rows / t.heads_per_block);
@@ -216,7 +223,8 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
   const uint32_t groups = t.query_tiles * (shape_.heads / heads_per_list) * t.head_blocks;
   const uint32_t key_tiles = ceil_div(std::max<uint32_t>(1, slots), t.key_tile);
   const uint32_t split_cap = std::max<uint32_t>(1, partial_rows_ / std::max<uint32_t>(1, request.n_queries));
-  uint32_t wanted = std::clamp<uint32_t>(ceil_div(kTargetWorkgroups, groups), 1, std::min(key_tiles, split_cap));
+  const uint32_t target = t.chunk_kernel ? kChunkTargetWorkgroups : kTargetWorkgroups;
+  uint32_t wanted = std::clamp<uint32_t>(ceil_div(target, groups), 1, std::min(key_tiles, split_cap));
   if (!t.chunk_kernel && most_tiles_per_split_ != 0) {
     const uint32_t loop_splits = ceil_div(key_tiles, most_tiles_per_split_);
     if (loop_splits > split_cap)  // partial_rows_ counts lists as long as T plus the chunk

@@ -84,8 +84,9 @@ class Attention {
   // attention_decode by the heads a workgroup serves (1 or min(group, 8)); empty
   // where it is not used.
   std::map<uint32_t, vk::Kernel> decode_;
-  // attention_chunk for requests of more than one query, where the device and
-  // the shape allow it (chunk_kernel_fits); else those use partial_.
+  // attention_chunk and its tile for requests of more than one query, where the
+  // device and the shape allow it (chunk_tiling); else those use partial_.
+  std::optional<AttentionTiling> chunk_tiling_;
   std::optional<vk::Kernel> chunk_;
   vk::Kernel merge_;
   vk::Kernel merge_few_;  // rows of at most ATTENTION_FEW_SPLITS splits

@@ -3,9 +3,10 @@
 // VK_NV_cooperative_matrix (16x16x16, fp16 inputs, fp32 accumulators). fp16
 // keys and values only; attention_tile.glsl serves every other device and type.
 //
-// A workgroup is 4 subgroups of 32; each owns 16 of the tile's 64 (head,
-// query) rows, keeps its queries as fp16 fragments and its outputs as fp32
-// fragments for the whole split. Per 32 key slots: keys and values are copied
+// A workgroup is SUBGROUPS subgroups of 32 (8, or 4 where the key tile's
+// pieces do not divide among 8: engine/attention.cpp); each owns 16 of the
+// tile's (head, query) rows, keeps its queries as fp16 fragments and its outputs
+// as fp32 fragments for the whole split. Per 32 key slots: keys and values are copied
 // raw (no conversion) to shared memory; S = Q K^T on tensor cores; two lanes per
 // row apply the scale and causal mask and form P = exp2(S - m) in fp16; O += P V
 // on tensor cores. The fragments' element layout is opaque, so O cannot be
@@ -25,14 +26,15 @@
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;  // a multiple of 32
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
-layout(local_size_x = 128) in;
+layout(constant_id = 2) const uint SUBGROUPS = 4;  // of 32 invocations, FRAGMENT rows each
+layout(local_size_x_id = 3) in;                    // SUBGROUPS x 32
 
 #include "common.glsl"
 #include "load.glsl"
 #include "attention_bindings.glsl"
 layout(std430, binding = 3) writeonly buffer PartialOutputPieces { vec4 partial_output_pieces[]; };  // partial_output
 
-const uint ROWS = ATTENTION_CHUNK_ROWS, KEY_TILE = ATTENTION_CHUNK_KEY_TILE, FRAGMENT = 16;
+const uint ROWS = SUBGROUPS * 16u, KEY_TILE = ATTENTION_CHUNK_KEY_TILE, FRAGMENT = 16;
 const uint CHUNKS = HEAD_DIM / 8u;          // 16-byte pieces of a row
 const uint ROW_PIECES = CHUNKS + 1u;        // padded row in shared memory
 const uint D_BLOCKS = HEAD_DIM / FRAGMENT;
@@ -43,19 +45,17 @@ const float RESCALE_MARGIN = 8.0;
 // a row every row of S began on bank 0 (stores of S 8-way conflicted), and P's
 // 16-word rows put loads 4-way on the same banks.
 const uint S_STRIDE = ATTENTION_CHUNK_S_STRIDE, P_STRIDE = ATTENTION_CHUNK_P_STRIDE;
-const uint KEY_PIECES = KEY_TILE * CHUNKS / 128u;  // per invocation and tile (d a multiple of 32)
+const uint KEY_PIECES = KEY_TILE * CHUNKS / (SUBGROUPS * 32u);  // per invocation and tile (the host makes it whole)
 const uint PIECES = 2u * KEY_PIECES;
 
 #define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 #define FLOAT_FRAGMENT fcoopmatNV<32, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 
-// Keys in the first KEY_TILE rows, values in the next; the query tile (ROWS =
-// 2 * KEY_TILE rows) before the key loop.
+// Keys in the first KEY_TILE rows, values in the next; the query rows, in
+// rounds, before the key loop.
 shared uvec4 tile[2u * KEY_TILE * ROW_PIECES];
-shared float scores_tile[4u * FRAGMENT * S_STRIDE];  // per subgroup: S, or two O fragments
-shared uint p_tile[4u * FRAGMENT * P_STRIDE];        // per subgroup: P as fp16 pairs
-shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 = no row
-shared uint row_output[ROWS];
+shared float scores_tile[SUBGROUPS * FRAGMENT * S_STRIDE];  // per subgroup: S, or two O fragments
+shared uint p_tile[SUBGROUPS * FRAGMENT * P_STRIDE];       // per subgroup: P as fp16 pairs
 shared int tile_keys[KEY_TILE];
 
 // Loads this invocation's share of the key and value rows of the KEY_TILE slots
@@ -100,20 +100,25 @@ void main() {
   const uint list = gl_WorkGroupID.z / pc.head_blocks, block = gl_WorkGroupID.z % pc.head_blocks;
   const uint kv_head = list * pc.heads_per_list / (pc.n_heads / pc.n_kv_heads);
 
-  for (uint row = tid; row < ROWS; row += gl_WorkGroupSize.x)
-    tile_row(row, query_tile, list, block, row_key_limit[row], row_output[row]);
-  barrier();
-  for (uint i = tid; i < ROWS * CHUNKS; i += gl_WorkGroupSize.x) {
-    uint row = i / CHUNKS, chunk = i % CHUNKS;
-    tile[row * ROW_PIECES + chunk] = row_key_limit[row] > 0u ? queries[row_output[row] * CHUNKS + chunk] : uvec4(0);
-  }
-  barrier();
+  // The query rows pass through `tile` (2 * KEY_TILE rows) in rounds: one
+  // round for 4 subgroups, two for 8.
   HALF_FRAGMENT q[D_BLOCKS];
-  [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b)
-    coopMatLoadNV(q[b], tile, subgroup * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, false);
+  for (uint first = 0u; first < ROWS; first += 2u * KEY_TILE) {
+    for (uint i = tid; i < 2u * KEY_TILE * CHUNKS; i += gl_WorkGroupSize.x) {
+      uint staged = i / CHUNKS, chunk = i % CHUNKS, key_limit, output_row;
+      tile_row(first + staged, query_tile, list, block, key_limit, output_row);
+      tile[staged * ROW_PIECES + chunk] = key_limit > 0u ? queries[output_row * CHUNKS + chunk] : uvec4(0);
+    }
+    barrier();
+    const uint own = subgroup * FRAGMENT;
+    if (own >= first && own < first + 2u * KEY_TILE) {
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b)
+        coopMatLoadNV(q[b], tile, (own - first) * ROW_PIECES + b * 2u, ROW_PIECES, false);
+    }
+    barrier();
+  }
   FLOAT_FRAGMENT o[D_BLOCKS];
   [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) o[b] = FLOAT_FRAGMENT(0.0);
-  barrier();
 
   const uint row = subgroup * FRAGMENT + (lane >> 1u), half_ = lane & 1u;  // this lane's row and half of the tile
   // A lane's c-th column of its half, rotated by its row, so that the
@@ -123,7 +128,8 @@ void main() {
   // P's fp16 pairs need.
   const uint rotation = 2u * (lane >> 1u);
 #define skewed(c) (((c) + rotation) % FRAGMENT)
-  const uint limit = row_key_limit[row];
+  uint limit, output_row;  // keys [0, limit) are causal for the row; 0 = no row
+  tile_row(row, query_tile, list, block, limit, output_row);
   const uint region = subgroup * FRAGMENT * S_STRIDE, p_region = subgroup * FRAGMENT * P_STRIDE;
   float reference_max = LOWEST_FLOAT, sum = 0.0;  // sum: this lane's half of the row
 
@@ -131,7 +137,11 @@ void main() {
   const uint slots = pc.list_length + pc.own_count;
 #else
   uint slots = 0u;
-  for (uint r = 0u; r < ROWS; ++r) slots = max(slots, row_key_limit[r]);
+  for (uint r = 0u; r < ROWS; ++r) {
+    uint key_limit, output_row_r;
+    tile_row(r, query_tile, list, block, key_limit, output_row_r);
+    slots = max(slots, key_limit);
+  }
 #endif
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
@@ -206,7 +216,7 @@ void main() {
   }
 
   sum += subgroupShuffleXor(sum, 1u);
-  if (limit > 0u && half_ == 0u) partial_stats[row_output[row] * pc.n_splits + split] = vec2(reference_max, sum);
+  if (limit > 0u && half_ == 0u) partial_stats[output_row * pc.n_splits + split] = vec2(reference_max, sum);
 
   // O leaves through shared memory, two fragments (32 channels) at a time, in
   // 16-byte pieces, 8 lanes a row: a store instruction covers 4 rows' 128
@@ -219,10 +229,12 @@ void main() {
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     [[unroll]] for (uint pass_ = 0u; pass_ < FRAGMENT / 4u; ++pass_) {
-      const uint r = pass_ * 4u + (lane >> 3u), piece = lane & 7u, row_in_tile = subgroup * FRAGMENT + r;
-      if (row_key_limit[row_in_tile] > 0u) {
+      const uint r = pass_ * 4u + (lane >> 3u), piece = lane & 7u;
+      uint key_limit, destination_row;
+      tile_row(subgroup * FRAGMENT + r, query_tile, list, block, key_limit, destination_row);
+      if (key_limit > 0u) {
         const uint at = region + r * S_STRIDE + piece * 4u;
-        const uint destination = ((row_output[row_in_tile] * pc.n_splits + split) * HEAD_DIM + b * FRAGMENT) / 4u + piece;
+        const uint destination = ((destination_row * pc.n_splits + split) * HEAD_DIM + b * FRAGMENT) / 4u + piece;
         partial_output_pieces[destination] = vec4(scores_tile[at], scores_tile[at + 1u], scores_tile[at + 2u], scores_tile[at + 3u]);
       }
     }

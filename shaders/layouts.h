@@ -43,11 +43,10 @@ using uint = std::uint32_t;
   uint merge_here;       /* decode: the last split of a row to finish merges the row (attention_decode.glsl) */
 KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 
-// attention_chunk.glsl's tiling (tensor cores): ROWS query rows by KEY_TILE
-// keys a step, and the row strides of a subgroup's S (floats) and P (fp16
-// pairs) in shared memory, padded against bank conflicts. engine/attention.cpp
-// sizes the kernel's shared memory from them.
-#define ATTENTION_CHUNK_ROWS 64u
+// attention_chunk.glsl's tiling (tensor cores): KEY_TILE keys a step for 16
+// (head, query) rows a subgroup, and the row strides of a subgroup's S (floats)
+// and P (fp16 pairs) in shared memory, padded against bank conflicts.
+// engine/attention.cpp sizes the kernel's shared memory from them.
 #define ATTENTION_CHUNK_KEY_TILE 32u
 #define ATTENTION_CHUNK_S_STRIDE (ATTENTION_CHUNK_KEY_TILE + 8u)
 #define ATTENTION_CHUNK_P_STRIDE (ATTENTION_CHUNK_KEY_TILE / 2u + 4u)
