@@ -3,8 +3,8 @@
 // VK_NV_cooperative_matrix (16x16x16, fp16 inputs, fp32 accumulators). fp16
 // keys and values only; attention_tile.glsl serves every other device and type.
 //
-// A workgroup is SUBGROUPS subgroups of 32 (8, or 4 where the key tile's
-// pieces do not divide among 8: engine/attention.cpp); each owns 16 of the
+// A workgroup is SUBGROUPS subgroups of 32 (8, or 4 where shared memory holds
+// no more: engine/attention.cpp); each owns 16 of the
 // tile's (head, query) rows, keeps its queries as fp16 fragments and its outputs
 // as fp32 fragments for the whole split. Per 32 key slots: keys and values are copied
 // raw (no conversion) to shared memory; S = Q K^T on tensor cores; two lanes per
@@ -45,7 +45,8 @@ const float RESCALE_MARGIN = 8.0;
 // a row every row of S began on bank 0 (stores of S 8-way conflicted), and P's
 // 16-word rows put loads 4-way on the same banks.
 const uint S_STRIDE = ATTENTION_CHUNK_S_STRIDE, P_STRIDE = ATTENTION_CHUNK_P_STRIDE;
-const uint KEY_PIECES = KEY_TILE * CHUNKS / (SUBGROUPS * 32u);  // per invocation and tile (the host makes it whole)
+const uint TILE_PIECES = KEY_TILE * CHUNKS;  // of a tile's keys (and again of its values)
+const uint KEY_PIECES = (TILE_PIECES + SUBGROUPS * 32u - 1u) / (SUBGROUPS * 32u);  // per invocation and tile
 const uint PIECES = 2u * KEY_PIECES;
 
 #define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
@@ -60,12 +61,13 @@ shared int tile_keys[KEY_TILE];
 
 // Loads this invocation's share of the key and value rows of the KEY_TILE slots
 // from slot0 into registers: invocation i's pieces k < KEY_PIECES are the keys'
-// 16-byte pieces i + 128 k (row (i + 128 k) / CHUNKS of the tile), the rest the
-// same pieces of the values.
+// 16-byte pieces i + W k (row (i + W k) / CHUNKS of the tile, W the workgroup's
+// size; none past TILE_PIECES, where W does not divide it), the rest the same
+// pieces of the values.
 void fetch_tile(uint list, uint kv_head, uint slot0, uint slot_end, out int tile_key[KEY_PIECES], out uvec4 pieces[PIECES]) {
   [[unroll]] for (uint k = 0u; k < KEY_PIECES; ++k) {
-    const uint slot = slot0 + (gl_LocalInvocationIndex + gl_WorkGroupSize.x * k) / CHUNKS;
-    tile_key[k] = slot < slot_end ? slot_key(list, slot) : -1;
+    const uint i = gl_LocalInvocationIndex + gl_WorkGroupSize.x * k, slot = slot0 + i / CHUNKS;
+    tile_key[k] = i < TILE_PIECES && slot < slot_end ? slot_key(list, slot) : -1;
   }
   [[unroll]] for (uint k = 0u; k < PIECES; ++k) {
     const uint i = gl_LocalInvocationIndex + gl_WorkGroupSize.x * (k % KEY_PIECES);
@@ -152,6 +154,7 @@ void main() {
   for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
     [[unroll]] for (uint k = 0u; k < PIECES; ++k) {
       const uint i = tid + gl_WorkGroupSize.x * (k % KEY_PIECES), kk = i / CHUNKS, chunk = i % CHUNKS;
+      if (i >= TILE_PIECES) continue;
       tile[((k < KEY_PIECES ? 0u : KEY_TILE) + kk) * ROW_PIECES + chunk] = next_pieces[k];
       if (k < KEY_PIECES && chunk == 0u) tile_keys[kk] = next_keys[k];
     }

@@ -115,8 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{32, 8, 2000, 128, DType::f16, true, 128, 1500},  // the benchmark's head layout
         DenseCase{16, 2, 500, 128, DType::f16, true, 45, 400},     // r = 8: 8 heads x 16 queries a tile
         DenseCase{6, 2, 600, 64, DType::f16, true, 100, 450},      // r = 3: 3 heads x 42 queries, 2 rows idle
-        DenseCase{6, 2, 300, 96, DType::f16, true, 70, 230},       // d = 96: three fragment pairs, 4 subgroups
-        DenseCase{4, 2, 400, 32, DType::f16, true, 50, 300},       // d = 32: 4 subgroups
+        DenseCase{6, 2, 300, 96, DType::f16, true, 70, 230},       // d = 96: 384 pieces a key tile for 256 invocations
+        DenseCase{4, 2, 400, 32, DType::f16, true, 50, 300},       // d = 32: 128 pieces a key tile
         DenseCase{4, 4, 1100, 64, DType::f16, true, 129, 0},       // MHA, a chunk from position 0
         DenseCase{4, 2, 300, 256, DType::f16, true, 20, 280}),     // d = 256: the tile kernel
     case_name);
