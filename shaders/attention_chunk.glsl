@@ -4,12 +4,12 @@
 // keys and values only; attention_tile.glsl serves every other device and type.
 //
 // A workgroup is SUBGROUPS subgroups of 32 (8, or 4 where shared memory holds
-// no more: engine/attention.cpp); each owns 16 of the
-// tile's (head, query) rows, keeps its queries as fp16 fragments and its outputs
-// as fp32 fragments for the whole split. Per 32 key slots: keys and values are copied
-// raw (no conversion) to shared memory; S = Q K^T on tensor cores; two lanes per
-// row apply the scale and causal mask and form P = exp2(S - m) in fp16; O += P V
-// on tensor cores. The fragments' element layout is opaque, so O cannot be
+// no more: engine/attention.cpp); each owns 16 of the tile's (head, query)
+// rows, keeps its queries as fp16 fragments and its outputs as fp32 fragments
+// for the whole split. Per 32 key slots, which all subgroups share: keys and
+// values are copied raw (no conversion) to shared memory; S = Q K^T on tensor
+// cores; two lanes per row apply the scale and causal mask and form P =
+// exp2(S - m) in fp16; O += P V on tensor cores. The fragments' element layout is opaque, so O cannot be
 // rescaled in registers as the online softmax asks; instead a row's reference
 // max m moves only when a score exceeds it by more than RESCALE_MARGIN (P <=
 // 2^RESCALE_MARGIN stays exact enough in fp16), and then the subgroup rescales
