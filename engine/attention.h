@@ -78,16 +78,16 @@ class Attention {
   uint32_t max_queries_;
   AttentionTiling base_;
   uint32_t most_tiles_per_split_;  // the tile kernel's key tiles a split may hold (loop limit); 0 = any
+  // attention_chunk's tile for requests of more than one query, where the
+  // device and the shape allow it (chunk_tiling); else those use partial_.
+  std::optional<AttentionTiling> chunk_tiling_;
   uint32_t partial_rows_;  // queries x splits the partial buffers hold per head
   vk::Kernel partial_;
   uint32_t decode_lanes_ = 0;  // lanes per key in attention_decode; 0 where it is not used
   // attention_decode by the heads a workgroup serves (1 or min(group, 8)); empty
   // where it is not used.
   std::map<uint32_t, vk::Kernel> decode_;
-  // attention_chunk and its tile for requests of more than one query, where the
-  // device and the shape allow it (chunk_tiling); else those use partial_.
-  std::optional<AttentionTiling> chunk_tiling_;
-  std::optional<vk::Kernel> chunk_;
+  std::optional<vk::Kernel> chunk_;  // attention_chunk, where chunk_tiling_ is set
   vk::Kernel merge_;
   vk::Kernel merge_few_;  // rows of at most ATTENTION_FEW_SPLITS splits
   vk::Buffer partial_output_;
