@@ -26,10 +26,9 @@ constexpr uint32_t kMergeBatch = 8;        // merge_splits.glsl's MERGE_BATCH
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
-// chunk of 128 queries 4 ways on attention_chunk (kChunkTargetWorkgroups), 2 on
-// attention_tile (as since session 7: session 24 measured the chunk kernel only).
+// chunk on attention_tile 2 ways (as since session 7: session 24 measured the
+// chunk kernel only); attention_chunk's splits aim for kChunkTargetWorkgroups.
 constexpr uint32_t kPartialRowsPerHead = 256;
-constexpr uint32_t kMatrixChunkSplits = 4;
 constexpr uint32_t kTileChunkSplits = 2;
 // attention_chunk aims for about one workgroup per SM of a large GPU: on the
 // H100 (132 SMs) a 32k dense chunk took 1034 us at 2 or 4 splits of 4-subgroup
@@ -120,17 +119,23 @@ uint32_t tile_loop_iterations(const AttentionTiling& t, uint32_t dim) {
 }
 
 // Queries x splits of the partial buffers per head: enough for a decode step's
-// splits, a chunk's `chunk_splits`, and the splits the loop limit asks of the tile kernel.
+// splits, attention_tile's chunk splits and those its loop limit asks for, and
+// attention_chunk's (`chunk`, where it runs).
 uint32_t partial_rows(const AttentionShape& shape, uint32_t max_queries, const AttentionTiling& base,
-                      uint32_t most_tiles, uint32_t chunk_splits) {
+                      uint32_t most_tiles, const std::optional<AttentionTiling>& chunk) {
   const uint64_t most_slots = uint64_t(shape.tokens) + max_queries;  // a sparse list and the chunk's own keys
   const uint64_t most_key_tiles = (most_slots + base.key_tile - 1) / base.key_tile;
   const uint64_t loop_splits = most_tiles == 0 ? 1 : (most_key_tiles + most_tiles - 1) / most_tiles;
-  const uint64_t splits = std::max<uint64_t>(chunk_splits, loop_splits);
+  const uint64_t splits = std::max<uint64_t>(kTileChunkSplits, loop_splits);
   if (splits > kPartialRowsPerHead)
     throw InputError(std::to_string(shape.tokens) + " tokens need " + std::to_string(splits) +
                      " attention splits on this device (its loop limit), more than " + std::to_string(kPartialRowsPerHead));
-  return std::max<uint32_t>(kPartialRowsPerHead, max_queries * uint32_t(splits));
+  uint32_t rows = std::max<uint32_t>(kPartialRowsPerHead, max_queries * uint32_t(splits));
+  // attention_chunk's workgroups cover a chunk's H x n rows in tiles of
+  // chunk->rows, so at least H n / rows of them, and its ceil(target / groups)
+  // splits give a head at most n (target rows / (H n) + 1) partial rows.
+  if (chunk) rows = std::max(rows, kChunkTargetWorkgroups * chunk->rows / shape.heads + max_queries);
+  return rows;
 }
 
 }  // namespace
@@ -143,8 +148,7 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
       base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
       most_tiles_per_split_(units_within_loop_limit(device, tile_loop_iterations(base_, shape.dim))),
       chunk_tiling_(max_queries_ > 1 ? chunk_tiling(device, dtype, shape.dim) : std::nullopt),
-      partial_rows_(partial_rows(shape, max_queries_, base_, most_tiles_per_split_,
-                                 chunk_tiling_ ? kMatrixChunkSplits : kTileChunkSplits)),
+      partial_rows_(partial_rows(shape, max_queries_, base_, most_tiles_per_split_, chunk_tiling_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
         return keys == Keys::dense
