@@ -9,11 +9,11 @@
 // for the whole split. Per 32 key slots, which all subgroups share: keys and
 // values are copied raw (no conversion) to shared memory; S = Q K^T on tensor
 // cores; two lanes per row apply the scale and causal mask and form P =
-// exp2(S - m) in fp16; O += P V on tensor cores. The fragments' element layout is opaque, so O cannot be
-// rescaled in registers as the online softmax asks; instead a row's reference
-// max m moves only when a score exceeds it by more than RESCALE_MARGIN (P <=
-// 2^RESCALE_MARGIN stays exact enough in fp16), and then the subgroup rescales
-// O through shared memory. (max, sum) per row in log2 units and the
+// exp2(S - m) in fp16; O += P V on tensor cores. The fragments' element
+// layout is opaque, so O cannot be rescaled in registers as the online softmax
+// asks; instead a row's reference max m moves only when a score exceeds it by
+// more than RESCALE_MARGIN (P <= 2^RESCALE_MARGIN stays exact enough in fp16),
+// and then the subgroup rescales O through shared memory. (max, sum) per row in log2 units and the
 // unnormalised O go to attention_merge, as from the other partial kernels.
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 #extension GL_NV_cooperative_matrix : require

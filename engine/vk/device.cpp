@@ -190,9 +190,9 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);
-  info.max_storage_buffer_range = properties.properties.limits.maxStorageBufferRange;
-  info.max_shared_memory_bytes = properties.properties.limits.maxComputeSharedMemorySize;
   const VkPhysicalDeviceLimits& limits = properties.properties.limits;
+  info.max_storage_buffer_range = limits.maxStorageBufferRange;
+  info.max_shared_memory_bytes = limits.maxComputeSharedMemorySize;
   const uint32_t most_workgroup_invocations = std::min(limits.maxComputeWorkGroupInvocations, limits.maxComputeWorkGroupSize[0]);
   info.supported = info.api_version >= VK_API_VERSION_1_2 && info.subgroup_arithmetic &&
                    most_workgroup_invocations >= kMostWorkgroupInvocations &&
