@@ -1,7 +1,9 @@
 #version 460
 // QuoKA step 4 on tensor cores (VK_NV_cooperative_matrix, 16x16x16, fp16 keys):
 // the scores of quoka_key_scores.comp, s_j = max_i a_i . k_j / |k_j|, for at
-// most 16 aggregates (QuoKA's default N_Q with mean aggregation). A workgroup
+// most 16 aggregates (QuoKA's default N_Q with mean aggregation), where
+// quoka_key_scores_fragments.comp (1.5x faster on the H100 at 128k) cannot
+// run: d not a multiple of 32, or fragments laid out otherwise. A workgroup
 // converts the aggregates to fp16 in shared memory once and walks its share of
 // the keys 64 at a time, issuing the next tile's loads before the current
 // tile's work. The aggregate fragments are read from shared memory per tile:

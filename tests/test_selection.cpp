@@ -7,6 +7,7 @@
 #include <random>
 
 #include "evaluator.h"
+#include "fragment_layout.h"
 #include "inspector.h"
 #include "random_capture.h"
 #include "temp_files.h"
@@ -285,7 +286,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, MetricsTest, ::testing::Values(Mode::decode, Mod
 // The scores behind a selection against float64, for the methods whose scores
 // come from more than one kernel: Fier (its quantised keys and approximate
 // q . k), QuoKA (on a device with tensor cores, fp16 chunks of at most 16
-// aggregates take quoka_key_scores_matrix, the rest quoka_key_scores), and
+// aggregates take quoka_key_scores_fragments, or quoka_key_scores_matrix
+// where d is not a multiple of 32, the rest quoka_key_scores), and
 // SnapKV, H2O and SampleAttention (row statistics in splits, their merge, the
 // attention sums over tiles of 64 window rows by 64 keys). Each
 // case scores a long block and then a shorter one with other queries, so a
@@ -307,9 +309,9 @@ MethodOptions fier_options(uint32_t group_size, HeadAggregate aggregate) {
   return o;
 }
 
-MethodOptions quoka_options(bool max) {
+MethodOptions quoka_options(bool max, uint32_t n_q = 8) {
   MethodOptions o;
-  o.n_q = 8;
+  o.n_q = n_q;
   o.quoka_max = max;
   return o;
 }
@@ -370,11 +372,19 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"quoka_mean", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_mean_d128", "quoka", {8, 4, 330, 128}, DType::f16, Mode::prefill, quoka_options(false)},
         ScoresCase{"quoka_max", "quoka", {8, 2, 301, 64}, DType::f16, Mode::prefill, quoka_options(true)},
+        // A full fragment of aggregates (two heads' 8 under max; 16 kept
+        // queries); d = 32 and 96; keys past 128 workgroups' first tiles, so
+        // that each walks several, the last fragment half full.
+        ScoresCase{"quoka_max16_d96", "quoka", {8, 4, 301, 96}, DType::f16, Mode::prefill, quoka_options(true)},
+        ScoresCase{"quoka_mean16_d32_long", "quoka", {8, 2, 9000, 32}, DType::f16, Mode::prefill, quoka_options(false, 16)},
+        ScoresCase{"quoka_mean_d80", "quoka", {8, 2, 301, 80}, DType::f16, Mode::prefill, quoka_options(false)},
         // Groups of 6: the aggregate loads a batch of four heads' kept queries, then two.
         ScoresCase{"quoka_mean_group6", "quoka", {12, 2, 290, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         // The scalar kernel (one aggregate, fp32 keys; bf16 keys) over several
         // workgroups, the last part-filled.
         ScoresCase{"quoka_decode_f32", "quoka", {8, 2, 1300, 128}, DType::f32, Mode::decode, quoka_options(false)},
+        // One aggregate a KV head, on the tensor cores where quoka_key_scores_fragments runs.
+        ScoresCase{"quoka_decode_d128", "quoka", {8, 2, 1300, 128}, DType::f16, Mode::decode, quoka_options(false)},
         ScoresCase{"quoka_mean_bf16", "quoka", {8, 4, 1300, 64}, DType::bf16, Mode::prefill, quoka_options(false)},
         // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
         // a budget above the 32 recent keys, so that some are scored.
@@ -388,6 +398,18 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"h2o_d40", "h2o", {4, 2, 319, 40}, DType::f16, Mode::decode, {}},
         ScoresCase{"sampleattention_f32", "sampleattention", {12, 2, 290, 64}, DType::f32, Mode::decode, {}}),
     [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
+
+// The fragment layout quoka_key_scores_fragments is written for: never
+// claimed without cooperative matrices (lavapipe), and NVIDIA's driver has it
+// (the H100's), so the ScoresTest cases above run that kernel there.
+class FragmentLayoutTest : public test::GpuTest {};
+
+TEST_F(FragmentLayoutTest, FoundWhereExpected) {
+  const vk::DeviceInfo& info = test::device().info();
+  const bool found = has_mma_fragment_layout(test::device());
+  if (!info.cooperative_matrix) EXPECT_FALSE(found);
+  else if (info.name.find("NVIDIA") != std::string::npos) EXPECT_TRUE(found);
+}
 
 // Per-cache metadata updated after an append equals metadata built at once.
 class MetadataTest : public test::GpuTest {};

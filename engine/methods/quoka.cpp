@@ -3,10 +3,12 @@
 #include <optional>
 
 #include "../shaders/layouts.h"
+#include "fragment_layout.h"
 #include "methods/kernels.h"
 #include "methods/registry.h"
 #include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
+#include "quoka_key_scores_fragments.spv.h"
 #include "quoka_key_scores_matrix.spv.h"
 #include "quoka_query_cosine.spv.h"
 #include "topk.h"
@@ -19,11 +21,14 @@ constexpr uint32_t kMaxChunkQueries = 4096;  // the cosine kernel holds a chunk'
 // kernel ranks each of its ceil(n / 128) queries against all n, so n x n / 128
 // iterations; 2048 queries take ~34,000 of them with the loops around.
 constexpr uint32_t kMaxChunkQueriesLoopLimited = 2048;
-constexpr uint32_t kMatrixKeys = 64;          // quoka_key_scores_matrix's keys per tile
-constexpr uint32_t kMatrixAggregates = 16;    // its aggregates: one fragment's rows
-// Workgroups of quoka_key_scores_matrix in all, each walking its share of the
-// tiles: on the H100 256 beat 512, 768, 1024 and 2048 (docs/perf.md, session 6).
+constexpr uint32_t kMatrixKeys = 64;          // keys per tile of both tensor-core kernels
+constexpr uint32_t kMatrixAggregates = 16;    // their aggregates: one fragment's rows
+// Workgroups of each tensor-core kernel in all, each walking its share of the
+// tiles. On the H100, quoka_key_scores_matrix: 256 beat 512, 768, 1024 and
+// 2048 (docs/perf.md, session 6); quoka_key_scores_fragments: 512 beat 256,
+// 384, 640, 768, 1024 and 2048 (session 25).
 constexpr uint32_t kMatrixWorkgroups = 256;
+constexpr uint32_t kFragmentWorkgroups = 512;
 
 // quoka_key_scores_matrix: tensor cores, fp16 keys, d a multiple of 16 whose
 // tiles (keys, two aggregate fragments, scores) fit shared memory.
@@ -31,6 +36,14 @@ bool key_matrix_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim)
   const uint32_t shared = 16 * (kMatrixKeys + 2 * 16) * (dim / 8 + 1) + 4 * 4 * 16 * 16;
   return device.info().cooperative_matrix && dtype == DType::f16 && dim % 16 == 0 &&
          shared <= device.limits().maxComputeSharedMemorySize;
+}
+
+// quoka_key_scores_fragments: the same, with keys loaded straight into the
+// matrix operands, where the device's fragments are laid out as it assumes
+// and each lane's share of a key is whole 16-byte pieces (d a multiple of 32).
+bool key_fragment_kernel_fits(const vk::Device& device, DType dtype, uint32_t dim) {
+  return device.info().cooperative_matrix && dtype == DType::f16 && dim % 32 == 0 &&
+         16 * 2 * 16 * (dim / 8 + 1) <= device.limits().maxComputeSharedMemorySize && has_mma_fragment_layout(device);
 }
 
 class Quoka final : public Method {
@@ -51,9 +64,19 @@ class Quoka final : public Method {
         aggregates_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
     if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
-    if (key_matrix_kernel_fits(device, layer.dtype, layer.shape.dim))
-      key_matrix_kernel_.emplace(make_layer_kernel<layouts::QuokaKeyPush>(
-          device, "quoka_key_scores_matrix", quoka_key_scores_matrix_spirv, 3, layer.shape, layer.dtype));
+    // One aggregate (decode) costs quoka_key_scores_matrix more than the
+    // scalar kernel (docs/perf.md, session 6), quoka_key_scores_fragments less
+    // (3.6-4.1 us on the H100, session 25).
+    if (key_fragment_kernel_fits(device, layer.dtype, layer.shape.dim))
+      key_matrix_.emplace(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores_fragments",
+                                                                   quoka_key_scores_fragments_spirv, 3, layer.shape,
+                                                                   layer.dtype),
+                          kFragmentWorkgroups, 1u);
+    else if (key_matrix_kernel_fits(device, layer.dtype, layer.shape.dim))
+      key_matrix_.emplace(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores_matrix",
+                                                                   quoka_key_scores_matrix_spirv, 3, layer.shape,
+                                                                   layer.dtype),
+                          kMatrixWorkgroups, 2u);
   }
 
   std::string name() const override { return "quoka"; }
@@ -74,12 +97,10 @@ class Quoka final : public Method {
     const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
     pass.dispatch(aggregate_kernel_, {inputs.queries, &kept_, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
                   "aggregate");
-    // A chunk's several aggregates go to the tensor cores where they fit; one
-    // aggregate (decode) costs the scalar kernel less than a fragment's work
-    // per key (docs/perf.md, session 6).
-    if (key_matrix_kernel_ && n_aggregates > 1 && n_aggregates <= kMatrixAggregates)
-      pass.dispatch(*key_matrix_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push,
-                    std::min(ceil_div(candidates, kMatrixKeys), ceil_div(kMatrixWorkgroups, s.kv_heads)), s.kv_heads, 1,
+    // A chunk's aggregates go to the tensor cores where they fit.
+    if (key_matrix_ && n_aggregates >= key_matrix_->fewest_aggregates && n_aggregates <= kMatrixAggregates)
+      pass.dispatch(key_matrix_->kernel, {&aggregates_, &layer_.keys, &scores_}, key_push,
+                    std::min(ceil_div(candidates, kMatrixKeys), ceil_div(key_matrix_->workgroups, s.kv_heads)), s.kv_heads, 1,
                     "key_scores");
     else
       pass.dispatch(key_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push, ceil_div(candidates, 128), s.kv_heads,
@@ -101,7 +122,16 @@ class Quoka final : public Method {
   vk::Kernel query_kernel_;
   vk::Kernel aggregate_kernel_;
   vk::Kernel key_kernel_;
-  std::optional<vk::Kernel> key_matrix_kernel_;  // where key_matrix_kernel_fits
+  // A tensor-core key kernel: quoka_key_scores_fragments where
+  // key_fragment_kernel_fits, else quoka_key_scores_matrix where
+  // key_matrix_kernel_fits; its workgroups in all, and the fewest aggregates
+  // for which it beats the scalar kernel.
+  struct KeyMatrixKernel {
+    vk::Kernel kernel;
+    uint32_t workgroups;
+    uint32_t fewest_aggregates;
+  };
+  std::optional<KeyMatrixKernel> key_matrix_;
   TopK topk_;
   vk::Buffer kept_;
   vk::Buffer cosines_;

@@ -1,0 +1,16 @@
+#pragma once
+#include "vk/device.h"
+
+namespace kv {
+
+// Whether the device's 16x16 cooperative matrices (fp16 A operand, fp32
+// accumulator) put each element in the lane and slot where NVIDIA's do (the
+// H100's driver, docs/perf.md session 25): lane l, with g = l / 4 and
+// t = l % 4, holds in order (g, 2t), (g, 2t + 1), (g, 2t + 8), (g, 2t + 9),
+// then the same columns of row g + 8. Cooperative matrices leave this to the implementation, so kernels
+// that build an operand from registers (quoka_key_scores_fragments) ask here
+// first; it runs cooperative_matrix_layout.comp once. False without
+// DeviceInfo::cooperative_matrix.
+bool has_mma_fragment_layout(const vk::Device& device);
+
+}  // namespace kv
