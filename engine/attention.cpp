@@ -10,6 +10,7 @@
 #include "attention_partial.spv.h"
 #include "element_type.h"
 #include "error.h"
+#include "fragment_layout.h"
 #include "methods/kernels.h"
 #include "sparse_attention_chunk.spv.h"
 #include "sparse_attention_decode.spv.h"
@@ -66,16 +67,18 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
 // attention_chunk's tile, 16 (head, query) rows a subgroup of 32, where the
 // device and shape allow the kernel: fp16 keys and values, d a multiple of 32
 // (pairs of 16-wide fragments) and at most 128 (the outputs' fragments live in
-// registers). Eight subgroups share each staged key tile where shared memory
-// holds their S and P (48,256 bytes at d = 128), four otherwise. On the H100
-// eight took the 32k dense chunk from 1014 to 675 us and QuoKA's sparse chunk
-// from 58.8 to 40.0 (docs/perf.md, session 24).
+// registers), and fragments laid out as its softmax assumes
+// (has_mma_fragment_layout). Eight subgroups share each staged key tile where
+// shared memory holds them (38,016 bytes at d = 128), four otherwise. On the
+// H100 eight took the 32k dense chunk from 1014 to 675 us and QuoKA's sparse
+// chunk from 58.8 to 40.0 (docs/perf.md, session 24).
 std::optional<AttentionTiling> chunk_tiling(const vk::Device& device, DType dtype, uint32_t dim) {
-  if (!device.info().cooperative_matrix || dtype != DType::f16 || dim % 32 != 0 || dim > 128) return std::nullopt;
+  if (!device.info().cooperative_matrix || dtype != DType::f16 || dim % 32 != 0 || dim > 128 ||
+      !has_mma_fragment_layout(device))
+    return std::nullopt;
   const uint32_t key_tile = ATTENTION_CHUNK_KEY_TILE;
   for (uint32_t subgroups : {8u, 4u}) {
-    const uint32_t shared = 16 * 2 * key_tile * (dim / 8 + 1) +
-                            4 * subgroups * 16 * (ATTENTION_CHUNK_S_STRIDE + ATTENTION_CHUNK_P_STRIDE) + 4 * key_tile;
+    const uint32_t shared = 16 * 2 * key_tile * (dim / 8 + 1) + 4 * subgroups * 16 * ATTENTION_CHUNK_S_STRIDE + 4 * key_tile;
     if (shared <= device.limits().maxComputeSharedMemorySize)
       return AttentionTiling{.rows = 16 * subgroups, .key_tile = key_tile, .workgroup = 32 * subgroups, .chunk_kernel = true};
   }

@@ -7,10 +7,12 @@ namespace kv {
 // accumulator) put each element in the lane and slot where NVIDIA's do (the
 // H100's driver, docs/perf.md session 25): lane l, with g = l / 4 and
 // t = l % 4, holds in order (g, 2t), (g, 2t + 1), (g, 2t + 8), (g, 2t + 9),
-// then the same columns of row g + 8. Cooperative matrices leave this to the implementation, so kernels
-// that build an operand from registers (quoka_key_scores_fragments) ask here
-// first; it runs cooperative_matrix_layout.comp once. False without
-// DeviceInfo::cooperative_matrix.
+// then the same columns of row g + 8. Cooperative matrices leave this to the
+// implementation, so kernels that touch elements by index ask here first:
+// quoka_key_scores_fragments fills its key operand from registers, and
+// attention_chunk keeps each row's softmax on its accumulator. Runs
+// cooperative_matrix_layout.comp (a pipeline and one dispatch) each call.
+// False without DeviceInfo::cooperative_matrix.
 bool has_mma_fragment_layout(const vk::Device& device);
 
 }  // namespace kv

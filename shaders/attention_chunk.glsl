@@ -8,13 +8,18 @@
 // rows, keeps its queries as fp16 fragments and its outputs as fp32 fragments
 // for the whole split. Per 32 key slots, which all subgroups share: keys and
 // values are copied raw (no conversion) to shared memory; S = Q K^T on tensor
-// cores; two lanes per row apply the scale and causal mask and form P =
-// exp2(S - m) in fp16; O += P V on tensor cores. The fragments' element
-// layout is opaque, so O cannot be rescaled in registers as the online softmax
-// asks; instead a row's reference max m moves only when a score exceeds it by
-// more than RESCALE_MARGIN (P <= 2^RESCALE_MARGIN stays exact enough in fp16),
-// and then the subgroup rescales O through shared memory. (max, sum) per row in log2 units and the
-// unnormalised O go to attention_merge, as from the other partial kernels.
+// cores; each lane scales and masks its own elements of S and keeps the online
+// softmax of its two rows in registers, as FlashAttention-2 does: the row's
+// max meets over the row's four lanes with two shuffles, O is rescaled
+// element by element, and P = exp2(S - m) is formed in fp16 in place as the A
+// operand of O += P V (S and P through shared memory, two lanes a row, took
+// the H100's 32k dense chunk 680 us against 482: docs/perf.md, session 25).
+// That needs the fragments' element layout, which
+// cooperative matrices leave to the implementation: the engine runs this
+// kernel only where has_mma_fragment_layout found NVIDIA's (lane l, g = l / 4,
+// t = l % 4: element i is row g + 8 (i / 4), column 2t + (i & 1) + 8 ((i / 2) & 1),
+// for A operands and accumulators alike). (max, sum) per row in log2 units and
+// the unnormalised O go to attention_merge, as from the other partial kernels.
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -39,12 +44,9 @@ const uint CHUNKS = HEAD_DIM / 8u;          // 16-byte pieces of a row
 const uint ROW_PIECES = CHUNKS + 1u;        // padded row in shared memory
 const uint D_BLOCKS = HEAD_DIM / FRAGMENT;
 const uint KEY_BLOCKS = KEY_TILE / FRAGMENT;
-const float RESCALE_MARGIN = 8.0;
-// Row strides of a subgroup's S (floats) and P (fp16 pairs) in shared memory,
-// padded so that fragment stores and loads spread over the banks: at 32 floats
-// a row every row of S began on bank 0 (stores of S 8-way conflicted), and P's
-// 16-word rows put loads 4-way on the same banks.
-const uint S_STRIDE = ATTENTION_CHUNK_S_STRIDE, P_STRIDE = ATTENTION_CHUNK_P_STRIDE;
+// Row stride (floats) of a subgroup's region of scores_tile, through which O
+// leaves: padded so that fragment stores spread over the banks.
+const uint S_STRIDE = ATTENTION_CHUNK_S_STRIDE;
 const uint TILE_PIECES = KEY_TILE * CHUNKS;  // of a tile's keys (and again of its values)
 const uint KEY_PIECES = (TILE_PIECES + SUBGROUPS * 32u - 1u) / (SUBGROUPS * 32u);  // per invocation and tile
 const uint PIECES = 2u * KEY_PIECES;
@@ -55,8 +57,7 @@ const uint PIECES = 2u * KEY_PIECES;
 // Keys in the first KEY_TILE rows, values in the next; the query rows, in
 // rounds, before the key loop.
 shared uvec4 tile[2u * KEY_TILE * ROW_PIECES];
-shared float scores_tile[SUBGROUPS * FRAGMENT * S_STRIDE];  // per subgroup: S, or two O fragments
-shared uint p_tile[SUBGROUPS * FRAGMENT * P_STRIDE];       // per subgroup: P as fp16 pairs
+shared float scores_tile[SUBGROUPS * FRAGMENT * S_STRIDE];  // per subgroup: two O fragments
 shared int tile_keys[KEY_TILE];
 
 // Loads this invocation's share of the key and value rows of the KEY_TILE slots
@@ -74,25 +75,6 @@ void fetch_tile(uint list, uint kv_head, uint slot0, uint slot_end, out int tile
     const int key = tile_key[k % KEY_PIECES];
     const uint at = (kv_head * pc.n_tokens + uint(max(key, 0))) * CHUNKS + i % CHUNKS;
     pieces[k] = key < 0 ? uvec4(0) : k < KEY_PIECES ? keys[at] : values_[at];
-  }
-}
-
-// Multiplies the subgroup's O by each row's `scale`, two fragments at a time
-// through its scores_tile region (lane: row lane / 2, columns (lane % 2) * 16 ...).
-void scale_rows(inout FLOAT_FRAGMENT o[D_BLOCKS], float scale, uint region, uint lane) {
-  [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
-    coopMatStoreNV(o[b], scores_tile, region, S_STRIDE, false);
-    coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, S_STRIDE, false);
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    const uint at = region + (lane >> 1u) * S_STRIDE + (lane & 1u) * FRAGMENT;
-    [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) scores_tile[at + c] *= scale;
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    coopMatLoadNV(o[b], scores_tile, region, S_STRIDE, false);
-    coopMatLoadNV(o[b + 1u], scores_tile, region + FRAGMENT, S_STRIDE, false);
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
   }
 }
 
@@ -122,18 +104,17 @@ void main() {
   FLOAT_FRAGMENT o[D_BLOCKS];
   [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) o[b] = FLOAT_FRAGMENT(0.0);
 
-  const uint row = subgroup * FRAGMENT + (lane >> 1u), half_ = lane & 1u;  // this lane's row and half of the tile
-  // A lane's c-th column of its half, rotated by its row, so that the
-  // subgroup's reads of S and writes of P spread over the banks (unrotated, with
-  // unpadded rows: 16-way conflicts; dense prefill chunk 1281 -> 1035 us at 32k
-  // on the H100, session 5). Columns c and c + 1 (c even) stay neighbours, as
-  // P's fp16 pairs need.
-  const uint rotation = 2u * (lane >> 1u);
-#define skewed(c) (((c) + rotation) % FRAGMENT)
-  uint limit, output_row;  // keys [0, limit) are causal for the row; 0 = no row
-  tile_row(row, query_tile, list, block, limit, output_row);
-  const uint region = subgroup * FRAGMENT * S_STRIDE, p_region = subgroup * FRAGMENT * P_STRIDE;
-  float reference_max = LOWEST_FLOAT, sum = 0.0;  // sum: this lane's half of the row
+  // This lane's rows g and g + 8 of the subgroup's 16: keys [0, limit) are
+  // causal for a row (0: no row); its running max and sum of P, in log2 units.
+  const uint g = lane >> 2u, t = lane & 3u;
+  uint limit[2], output_row[2];
+  float row_max[2], sum[2];
+  [[unroll]] for (uint r = 0u; r < 2u; ++r) {
+    tile_row(subgroup * FRAGMENT + g + 8u * r, query_tile, list, block, limit[r], output_row[r]);
+    row_max[r] = LOWEST_FLOAT;
+    sum[r] = 0.0;
+  }
+  const uint region = subgroup * FRAGMENT * S_STRIDE;
 
 #if KEY_LIST
   const uint slots = pc.list_length + pc.own_count;
@@ -164,51 +145,45 @@ void main() {
     // otherwise dominated it: docs/perf.md, session 5).
     if (slot0 + KEY_TILE < slot_end) fetch_tile(list, kv_head, slot0 + KEY_TILE, slot_end, next_keys, next_pieces);
 
+    FLOAT_FRAGMENT s[KEY_BLOCKS];
     [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
-      FLOAT_FRAGMENT s = FLOAT_FRAGMENT(0.0);
+      s[j] = FLOAT_FRAGMENT(0.0);
       [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
         HALF_FRAGMENT k;
         coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true);  // K^T
-        s = coopMatMulAddNV(q[b], k, s);
+        s[j] = coopMatMulAddNV(q[b], k, s[j]);
       }
-      coopMatStoreNV(s, scores_tile, region + j * FRAGMENT, S_STRIDE, false);
     }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
 
-    float scores[FRAGMENT];
-    float tile_max = LOWEST_FLOAT;
-    [[unroll]] for (uint c = 0u; c < FRAGMENT; ++c) {
-      const uint column = half_ * FRAGMENT + skewed(c);
-      int key = tile_keys[column];
-      bool causal = key >= 0 && uint(key) < limit;
-      scores[c] = causal ? scores_tile[region + (lane >> 1u) * S_STRIDE + column] * pc.scale_log2 : LOWEST_FLOAT;
-      tile_max = max(tile_max, scores[c]);
+    // Element i of a fragment: row g + 8 (i / 4), column 2t + (i & 1) + 8 ((i / 2) & 1).
+    float tile_max[2] = {LOWEST_FLOAT, LOWEST_FLOAT};
+    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j)
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+        const int key = tile_keys[j * FRAGMENT + 2u * t + (i & 1u) + 8u * ((i >> 1u) & 1u)];
+        const float score = key >= 0 && uint(key) < limit[i >> 2u] ? s[j][i] * pc.scale_log2 : LOWEST_FLOAT;
+        s[j][i] = score;
+        tile_max[i >> 2u] = max(tile_max[i >> 2u], score);
+      }
+    float scale[2];
+    [[unroll]] for (uint r = 0u; r < 2u; ++r) {
+      tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 1u));
+      tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 2u));
+      const float grown = max(row_max[r], tile_max[r]);
+      scale[r] = exp2(row_max[r] - grown);  // 1 where the max stays (LOWEST_FLOAT - LOWEST_FLOAT is 0)
+      row_max[r] = grown;
+      sum[r] *= scale[r];
     }
-    tile_max = max(tile_max, subgroupShuffleXor(tile_max, 1u));
-    const bool grows = reference_max != LOWEST_FLOAT && tile_max > reference_max + RESCALE_MARGIN;
-    if (subgroupAny(grows)) {
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();  // every lane has read its scores before O passes through the region
-      float scale = grows ? exp2(reference_max - tile_max) : 1.0;
-      scale_rows(o, scale, region, lane);
-      sum *= scale;
-    }
-    if (grows || reference_max == LOWEST_FLOAT) reference_max = tile_max;
+    if (subgroupAny(scale[0] != 1.0 || scale[1] != 1.0))
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b)
+        [[unroll]] for (uint i = 0u; i < 8u; ++i) o[b][i] *= scale[i >> 2u];
 
-    [[unroll]] for (uint c = 0u; c < FRAGMENT; c += 2u) {
-      vec2 p = vec2(scores[c] == LOWEST_FLOAT ? 0.0 : exp2(scores[c] - reference_max),
-                    scores[c + 1u] == LOWEST_FLOAT ? 0.0 : exp2(scores[c + 1u] - reference_max));
-      uint packed = packHalf2x16(p);
-      p = unpackHalf2x16(packed);  // the sum counts what P V multiplies
-      sum += p.x + p.y;
-      p_tile[p_region + (lane >> 1u) * P_STRIDE + (half_ * FRAGMENT + skewed(c)) / 2u] = packed;
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
     [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
       HALF_FRAGMENT p;
-      coopMatLoadNV(p, p_tile, p_region + j * FRAGMENT / 2u, P_STRIDE, false);
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
+        const float score = s[j][i];
+        p[i] = float16_t(score == LOWEST_FLOAT ? 0.0 : exp2(score - row_max[i >> 2u]));
+        sum[i >> 2u] += float(p[i]);  // the sum counts what P V multiplies
+      }
       [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
         HALF_FRAGMENT v;
         coopMatLoadNV(v, tile, (KEY_TILE + j * FRAGMENT) * ROW_PIECES + b * 2u, ROW_PIECES, false);
@@ -218,8 +193,11 @@ void main() {
     barrier();
   }
 
-  sum += subgroupShuffleXor(sum, 1u);
-  if (limit > 0u && half_ == 0u) partial_stats[output_row * pc.n_splits + split] = vec2(reference_max, sum);
+  [[unroll]] for (uint r = 0u; r < 2u; ++r) {
+    sum[r] += subgroupShuffleXor(sum[r], 1u);
+    sum[r] += subgroupShuffleXor(sum[r], 2u);
+    if (limit[r] > 0u && t == 0u) partial_stats[output_row[r] * pc.n_splits + split] = vec2(row_max[r], sum[r]);
+  }
 
   // O leaves through shared memory, two fragments (32 channels) at a time, in
   // 16-byte pieces, 8 lanes a row: a store instruction covers 4 rows' 128

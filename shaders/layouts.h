@@ -44,12 +44,12 @@ using uint = std::uint32_t;
 KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 
 // attention_chunk.glsl's tiling (tensor cores): KEY_TILE keys a step for 16
-// (head, query) rows a subgroup, and the row strides of a subgroup's S (floats)
-// and P (fp16 pairs) in shared memory, padded against bank conflicts.
+// (head, query) rows a subgroup, and the row stride (floats) of a subgroup's
+// region of shared memory through which its O leaves, padded against bank
+// conflicts.
 // engine/attention.cpp sizes the kernel's shared memory from them.
 #define ATTENTION_CHUNK_KEY_TILE 32u
 #define ATTENTION_CHUNK_S_STRIDE (ATTENTION_CHUNK_KEY_TILE + 8u)
-#define ATTENTION_CHUNK_P_STRIDE (ATTENTION_CHUNK_KEY_TILE / 2u + 4u)
 
 // attention_merge.comp and, for at most ATTENTION_FEW_SPLITS splits,
 // attention_merge_few.comp: one workgroup per (head, query) row.

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "attention.h"
+#include "fragment_layout.h"
 #include "reference/dense_attention.h"
 #include "test_device.h"
 
@@ -56,7 +57,8 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   const AttentionRequest request{&queries, c.queries, c.first};
   EXPECT_EQ(dense.tiling(request).decode_kernel, c.queries == 1 && device.info().subgroup_shuffle);
   EXPECT_EQ(dense.tiling(request).chunk_kernel, c.queries > 1 && device.info().cooperative_matrix &&
-                                                    c.dtype == DType::f16 && c.dim % 32 == 0 && c.dim <= 128);
+                                                    c.dtype == DType::f16 && c.dim % 32 == 0 && c.dim <= 128 &&
+                                                    has_mma_fragment_layout(device));
   dense.poison();
   vk::Pass pass(device);
   dense.record(pass, layer, request, "dense");

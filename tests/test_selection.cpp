@@ -300,6 +300,10 @@ struct ScoresCase {
   Mode mode;
   MethodOptions options;
   uint32_t budget = 16;
+  // Only a device with tensor cores runs this case: it exists for their
+  // kernels, and elsewhere would recompile the scalar kernels at another d
+  // (on lavapipe, a minute or two of CI each).
+  bool tensor_cores_only = false;
 };
 
 MethodOptions fier_options(uint32_t group_size, HeadAggregate aggregate) {
@@ -320,6 +324,7 @@ class ScoresTest : public test::GpuTest, public ::testing::WithParamInterface<Sc
 
 TEST_P(ScoresTest, MatchFloat64) {
   const ScoresCase& c = GetParam();
+  if (c.tensor_cores_only && !test::device().info().cooperative_matrix) GTEST_SKIP() << "for tensor-core kernels";
   const uint32_t chunk = 48, budget = c.budget;
   Capture capture(random_capture("scores_" + c.name, c.shape, c.dtype));
   Inspector inspector(test::device(), capture, 0, c.mode, chunk);
@@ -375,16 +380,16 @@ INSTANTIATE_TEST_SUITE_P(
         // A full fragment of aggregates (two heads' 8 under max; 16 kept
         // queries); d = 32 and 96; keys past 128 workgroups' first tiles, so
         // that each walks several, the last fragment half full.
-        ScoresCase{"quoka_max16_d96", "quoka", {8, 4, 301, 96}, DType::f16, Mode::prefill, quoka_options(true)},
-        ScoresCase{"quoka_mean16_d32_long", "quoka", {8, 2, 9000, 32}, DType::f16, Mode::prefill, quoka_options(false, 16)},
-        ScoresCase{"quoka_mean_d80", "quoka", {8, 2, 301, 80}, DType::f16, Mode::prefill, quoka_options(false)},
+        ScoresCase{"quoka_max16_d96", "quoka", {8, 4, 301, 96}, DType::f16, Mode::prefill, quoka_options(true), 16, true},
+        ScoresCase{"quoka_mean16_d32_long", "quoka", {8, 2, 9000, 32}, DType::f16, Mode::prefill, quoka_options(false, 16), 16, true},
+        ScoresCase{"quoka_mean_d80", "quoka", {8, 2, 301, 80}, DType::f16, Mode::prefill, quoka_options(false), 16, true},
         // Groups of 6: the aggregate loads a batch of four heads' kept queries, then two.
         ScoresCase{"quoka_mean_group6", "quoka", {12, 2, 290, 64}, DType::f16, Mode::prefill, quoka_options(false)},
         // The scalar kernel (one aggregate, fp32 keys; bf16 keys) over several
         // workgroups, the last part-filled.
         ScoresCase{"quoka_decode_f32", "quoka", {8, 2, 1300, 128}, DType::f32, Mode::decode, quoka_options(false)},
         // One aggregate a KV head, on the tensor cores where quoka_key_scores_fragments runs.
-        ScoresCase{"quoka_decode_d128", "quoka", {8, 2, 1300, 128}, DType::f16, Mode::decode, quoka_options(false)},
+        ScoresCase{"quoka_decode_d128", "quoka", {8, 2, 1300, 128}, DType::f16, Mode::decode, quoka_options(false), 16, true},
         ScoresCase{"quoka_mean_bf16", "quoka", {8, 4, 1300, 64}, DType::bf16, Mode::prefill, quoka_options(false)},
         // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
         // a budget above the 32 recent keys, so that some are scored.
@@ -399,9 +404,10 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"sampleattention_f32", "sampleattention", {12, 2, 290, 64}, DType::f32, Mode::decode, {}}),
     [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
 
-// The fragment layout quoka_key_scores_fragments is written for: never
-// claimed without cooperative matrices (lavapipe), and NVIDIA's driver has it
-// (the H100's), so the ScoresTest cases above run that kernel there.
+// The fragment layout quoka_key_scores_fragments and attention_chunk are
+// written for: never claimed without cooperative matrices (lavapipe), and
+// NVIDIA's driver has it (the H100's), so the ScoresTest cases above and the
+// dense chunk cases run those kernels there.
 class FragmentLayoutTest : public test::GpuTest {};
 
 TEST_F(FragmentLayoutTest, FoundWhereExpected) {
