@@ -97,7 +97,8 @@ class Quoka final : public Method {
     const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
     pass.dispatch(aggregate_kernel_, {inputs.queries, &kept_, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
                   "aggregate");
-    // A chunk's aggregates go to the tensor cores where they fit.
+    // The aggregates go to the tensor cores where a kernel fits and there are
+    // enough of them (fewest_aggregates) for it to beat the scalar kernel.
     if (key_matrix_ && n_aggregates >= key_matrix_->fewest_aggregates && n_aggregates <= kMatrixAggregates)
       pass.dispatch(key_matrix_->kernel, {&aggregates_, &layer_.keys, &scores_}, key_push,
                     std::min(ceil_div(candidates, kMatrixKeys), ceil_div(key_matrix_->workgroups, s.kv_heads)), s.kv_heads, 1,
