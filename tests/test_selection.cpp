@@ -413,8 +413,11 @@ class FragmentLayoutTest : public test::GpuTest {};
 TEST_F(FragmentLayoutTest, FoundWhereExpected) {
   const vk::DeviceInfo& info = test::device().info();
   const bool found = has_mma_fragment_layout(test::device());
-  if (!info.cooperative_matrix) EXPECT_FALSE(found);
-  else if (info.name.find("NVIDIA") != std::string::npos) EXPECT_TRUE(found);
+  if (!info.cooperative_matrix) {
+    EXPECT_FALSE(found);
+  } else if (info.name.find("NVIDIA") != std::string::npos) {
+    EXPECT_TRUE(found);
+  }
 }
 
 // Per-cache metadata updated after an append equals metadata built at once.
