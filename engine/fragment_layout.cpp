@@ -1,6 +1,9 @@
 #include "fragment_layout.h"
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "cooperative_matrix_layout.spv.h"
@@ -10,8 +13,9 @@
 
 namespace kv {
 
-bool has_mma_fragment_layout(const vk::Device& device) {
-  if (!device.info().cooperative_matrix) return false;
+namespace {
+
+bool probe_fragment_layout(const vk::Device& device) {
   constexpr uint32_t kLanes = 32, kSlots = 8, kWords = 2 * kLanes * kSlots + 2;
   vk::Kernel kernel(device, "cooperative_matrix_layout", cooperative_matrix_layout_spirv, {1, 0}, {});
   vk::Buffer positions(device, kWords * sizeof(uint32_t));
@@ -30,6 +34,21 @@ bool has_mma_fragment_layout(const vk::Device& device) {
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool has_mma_fragment_layout(const vk::Device& device) {
+  if (!device.info().cooperative_matrix) return false;
+  // The layout belongs to the GPU and its driver, so one probe serves every
+  // Device a process opens on them (each Attention and Quoka asks).
+  static std::mutex mutex;
+  static std::map<std::string, bool> found_by_device;
+  const std::string key = device.info().name + '\n' + device.info().driver;
+  const std::lock_guard lock(mutex);
+  const auto found = found_by_device.find(key);
+  if (found != found_by_device.end()) return found->second;
+  return found_by_device[key] = probe_fragment_layout(device);
 }
 
 }  // namespace kv

@@ -11,7 +11,8 @@ namespace kv {
 // implementation, so kernels that touch elements by index ask here first:
 // quoka_key_scores_fragments fills its key operand from registers, and
 // attention_chunk keeps each row's softmax on its accumulator. Runs
-// cooperative_matrix_layout.comp (a pipeline and one dispatch) each call.
+// cooperative_matrix_layout.comp (a pipeline and one dispatch) the first time
+// a process asks about a GPU and driver.
 // False without DeviceInfo::cooperative_matrix.
 bool has_mma_fragment_layout(const vk::Device& device);
 

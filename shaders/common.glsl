@@ -14,6 +14,12 @@ const float LOWEST_FLOAT = -3.402823466e38;
 // to x and lo were zero (docs/perf.md, session 9).
 vec4 fp16_high_part(vec4 x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffffe000u); }
 
+// Eight values as fp16 in one 16-byte word, a then b: one piece of a
+// tensor-core operand staged in shared memory.
+uvec4 pack8(vec4 a, vec4 b) {
+  return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+}
+
 // This workgroup's tiles [x, y) of `tiles` shared among the dispatch's
 // workgroups along x, as evenly as integer division makes it (engine:
 // tile_walkers in methods/kernels.h; the long rows' top-k slices in topk.cpp).

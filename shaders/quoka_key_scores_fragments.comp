@@ -101,9 +101,8 @@ void main() {
       }
     }
     const vec4 hi0 = fp16_high_part(x0), hi1 = fp16_high_part(x1);
-    aggregate_hi[a * ROW_PIECES + piece] = uvec4(packHalf2x16(hi0.xy), packHalf2x16(hi0.zw), packHalf2x16(hi1.xy), packHalf2x16(hi1.zw));
-    const vec4 lo0 = x0 - hi0, lo1 = x1 - hi1;
-    aggregate_lo[a * ROW_PIECES + piece] = uvec4(packHalf2x16(lo0.xy), packHalf2x16(lo0.zw), packHalf2x16(lo1.xy), packHalf2x16(lo1.zw));
+    aggregate_hi[a * ROW_PIECES + piece] = pack8(hi0, hi1);
+    aggregate_lo[a * ROW_PIECES + piece] = pack8(x0 - hi0, x1 - hi1);
   }
   barrier();
 

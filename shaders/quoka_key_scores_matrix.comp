@@ -51,10 +51,6 @@ shared uvec4 aggregate_hi[FRAGMENT * ROW_PIECES];
 shared uvec4 aggregate_lo[FRAGMENT * ROW_PIECES];
 shared float score_tile[4u * FRAGMENT * FRAGMENT];  // per subgroup: 16 aggregates x its 16 keys
 
-uvec4 pack8(vec4 a, vec4 b) {
-  return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-}
-
 void fetch_tile(uint kv_head, uint key0, out uvec4 pieces[KEY_PIECES]) {
   [[unroll]] for (uint k = 0u; k < KEY_PIECES; ++k) {
     const uint i = gl_LocalInvocationIndex + 128u * k, key = key0 + i / CHUNKS;
