@@ -257,10 +257,15 @@ KV_PUSH_STRUCT(WindowPush, WINDOW_FIELDS)
   uint recent;
 KV_PUSH_STRUCT(RecentPush, RECENT_FIELDS)
 
-// loki_project_keys.comp (once per cache): K~ = U K^T, [G, rank, T] floats,
-// with the basis U [G, rank, d]; loki_scores.comp: per query head,
-// (U q) . K~_j over the candidates.
+// loki_project_keys.comp (once per cache): K~ = U K^T with the basis U [G,
+// rank, d], in tiles of LOKI_TILE tokens: [G, ceil(T / LOKI_TILE), rank,
+// LOKI_TILE] floats, so that the tile loki_scores.comp reads at a time is one
+// contiguous run; loki_scores.comp: per query head, (U q) . K~_j over the candidates.
 #define LOKI_MAX_BASIS 8192u /* rank x d floats in shared memory */
+#define LOKI_TILE 128u
+#define LOKI_PROJECTED_AT(kv_head, component, token, rank, n_tokens) \
+  ((((kv_head) * (((n_tokens) + LOKI_TILE - 1u) / LOKI_TILE) + (token) / LOKI_TILE) * (rank) + (component)) * LOKI_TILE + \
+   (token) % LOKI_TILE)
 #define LOKI_FIELDS \
   uint n_heads;      \
   uint n_kv_heads;   \

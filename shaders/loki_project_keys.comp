@@ -13,7 +13,7 @@ layout(local_size_x = 128) in;
 
 layout(std430, binding = 0) readonly buffer Keys { uvec4 keys[]; };          // [G, T, d]
 layout(std430, binding = 1) readonly buffer Basis { float basis[]; };        // [G, rank, d]
-layout(std430, binding = 2) writeonly buffer Projected { float projected[]; };  // [G, rank, T]
+layout(std430, binding = 2) writeonly buffer Projected { float projected[]; };  // LOKI_PROJECTED_AT
 
 layout(push_constant) uniform LokiPush { LOKI_FIELDS } pc;
 
@@ -34,6 +34,6 @@ void main() {
       for (uint x = 0u; x < 4u; ++x)
         sum += basis_tile[c * HEAD_DIM + chunk * 8u + x] * lo[x] + basis_tile[c * HEAD_DIM + chunk * 8u + 4u + x] * hi[x];
     }
-    projected[(g * pc.rank + c) * pc.n_tokens + j] = sum;
+    projected[LOKI_PROJECTED_AT(g, c, j, pc.rank, pc.n_tokens)] = sum;
   }
 }

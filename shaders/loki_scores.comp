@@ -18,7 +18,7 @@ layout(push_constant) uniform LokiPush { LOKI_FIELDS } pc;
 #include "load.glsl"
 #include "head_query.glsl"
 layout(std430, binding = 1) readonly buffer Basis { float basis[]; };           // [G, rank, d]
-layout(std430, binding = 2) readonly buffer Projected { float projected[]; };   // [G, rank, T], channel-major: neighbouring keys, neighbouring words
+layout(std430, binding = 2) readonly buffer Projected { float projected[]; };   // LOKI_PROJECTED_AT: a tile's components, each its keys in order
 layout(std430, binding = 3) writeonly buffer Scores { float scores[]; };        // [H, row_stride]
 
 // The query heads of a KV head read the same projected keys: a workgroup
@@ -52,7 +52,8 @@ void main() {
       const uint j = tile * 128u + tid;
       if (j >= pc.n_candidates) break;
       vec4 score = vec4(0.0);
-      for (uint c = 0u; c < pc.rank; ++c) score += group_query[c] * projected[(kv_head * pc.rank + c) * pc.n_tokens + j];
+      for (uint c = 0u; c < pc.rank; ++c)
+        score += group_query[c] * projected[LOKI_PROJECTED_AT(kv_head, c, j, pc.rank, pc.n_tokens)];
       for (uint slot = 0u; slot < HEADS_AT_ONCE && first + slot < group; ++slot)
         scores[(kv_head * group + first + slot) * pc.row_stride + j] = score[slot];
     }

@@ -45,7 +45,7 @@ class Loki final : public Method {
                                                             layer.dtype)),
         topk_(device),
         basis_(device, size_t(layer.shape.kv_heads) * rank_ * layer.shape.dim * 4),
-        projected_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * rank_ * 4),
+        projected_(device, size_t(layer.shape.kv_heads) * ceil_div(layer.shape.tokens, LOKI_TILE) * LOKI_TILE * rank_ * 4),
         scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
         max_tiles_(units_within_loop_limit(device, loki_tile_iterations(layer.shape, rank_),
                                            loki_setup_iterations(layer.shape, rank_))) {
