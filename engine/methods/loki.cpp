@@ -25,6 +25,10 @@ uint64_t loki_tile_iterations(const AttentionShape& s, uint32_t rank) {
   return head_passes(s) * (1 + rank + 1 + kHeadsAtOnce + 1);
 }
 
+// loki_scores walks tile_walkers' tiles of 128 keys, an invocation a key, and
+// reads a tile's projected keys as one run of LOKI_TILE (layouts.h).
+static_assert(LOKI_TILE == 128, "a tile of projected keys is a tile_walkers tile");
+
 uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {
   rank = std::min(rank, shape.dim);
   if (size_t(rank) * shape.dim > LOKI_MAX_BASIS)
