@@ -45,7 +45,9 @@ void main() {
     uint rows[HEADS_AT_ONCE];
     [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
       const uint head = kv_head * group + min(batch + j, first + count - 1u);
-      rows[j] = head * pc.n_queries + kept[head * pc.n_keep + rank];
+      // A chunk of at most n_keep queries keeps them all, in position order
+      // (quoka_query_cosine did not run).
+      rows[j] = head * pc.n_queries + (pc.n_queries <= pc.n_keep ? rank : kept[head * pc.n_keep + rank]);
     }
     vec4 lo[HEADS_AT_ONCE], hi[HEADS_AT_ONCE];
     vec4 own = vec4(0.0);  // this invocation's share of each head's squared norm

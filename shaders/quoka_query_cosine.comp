@@ -1,8 +1,9 @@
 #version 460
 // QuoKA step 1, per query head: the cosine of each of the chunk's queries to the
 // chunk's mean query; keeps the n_keep least similar, in ascending cosine (ties
-// toward the lower position). A chunk of at most n_keep queries keeps all, in
-// position order. Writes indices into the chunk, [H, n_keep].
+// toward the lower position). Writes indices into the chunk, [H, n_keep]. A
+// chunk of at most n_keep queries keeps all, in position order: the engine
+// then skips this kernel and quoka_aggregate takes rank i as query i.
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -15,7 +16,6 @@ layout(local_size_x = 128) in;
 
 layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };  // [H, n, d]
 layout(std430, binding = 1) writeonly buffer Kept { uint kept[]; };        // [H, n_keep]
-layout(std430, binding = 2) writeonly buffer Cosines { float cosines_out[]; };  // [H, n], for the viewer
 
 layout(push_constant) uniform QuokaQueryPush { QUOKA_QUERY_FIELDS } pc;
 
@@ -44,14 +44,9 @@ void main() {
     // A zero query or mean has no direction: cosine 0.
     float cosine = norm > 0.0 && mean_norm > 0.0 ? dot_product / (sqrt(norm) * mean_norm) : 0.0;
     cosines[i] = cosine;
-    cosines_out[head * n + i] = cosine;
   }
   barrier();
   for (uint i = tid; i < n; i += 128u) {
-    if (n <= pc.n_keep) {
-      kept[head * pc.n_keep + i] = i;
-      continue;
-    }
     uint rank = 0u;
     for (uint j = 0u; j < n; ++j) rank += (cosines[j] < cosines[i] || (cosines[j] == cosines[i] && j < i)) ? 1u : 0u;
     if (rank < pc.n_keep) kept[head * pc.n_keep + rank] = i;

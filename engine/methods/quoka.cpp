@@ -51,7 +51,7 @@ class Quoka final : public Method {
   Quoka(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, uint32_t max_queries)
       : layer_(layer),
         options_(options),
-        query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 3,
+        query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 2,
                                                                  layer.shape, layer.dtype, {checked(device, max_queries)})),
         aggregate_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_aggregate", quoka_aggregate_spirv, 3,
                                                                    layer.shape, layer.dtype)),
@@ -59,7 +59,6 @@ class Quoka final : public Method {
                                                              layer.shape, layer.dtype)),
         topk_(device),
         kept_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * sizeof(uint32_t)),
-        cosines_(device, size_t(layer.shape.heads) * max_queries * sizeof(float)),
         // max: every kept query of the group, each KV head
         aggregates_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
@@ -90,8 +89,12 @@ class Quoka final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t keep = std::min(block.n_queries, options_.n_q), candidates = block.candidates();
-    layouts::QuokaQueryPush query_push{s.heads, block.n_queries, keep};
-    pass.dispatch(query_kernel_, {inputs.queries, &kept_, &cosines_}, query_push, s.heads, 1, 1, "query_cosine");
+    // A block of at most n_q queries (decode) keeps them all: quoka_aggregate
+    // reads them in position order without the kept list.
+    if (block.n_queries > keep) {
+      layouts::QuokaQueryPush query_push{s.heads, block.n_queries, keep};
+      pass.dispatch(query_kernel_, {inputs.queries, &kept_}, query_push, s.heads, 1, 1, "query_cosine");
+    }
     layouts::QuokaKeyPush key_push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
                                    options_.quoka_max ? 1u : 0u, candidates, s.tokens};
     const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
@@ -135,7 +138,6 @@ class Quoka final : public Method {
   std::optional<KeyMatrixKernel> key_matrix_;
   TopK topk_;
   vk::Buffer kept_;
-  vk::Buffer cosines_;
   vk::Buffer aggregates_;
   vk::Buffer scores_;
 };
