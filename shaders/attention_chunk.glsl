@@ -50,6 +50,8 @@ const uint S_STRIDE = ATTENTION_CHUNK_S_STRIDE;
 const uint TILE_PIECES = KEY_TILE * CHUNKS;  // of a tile's keys (and again of its values)
 const uint KEY_PIECES = (TILE_PIECES + SUBGROUPS * 32u - 1u) / (SUBGROUPS * 32u);  // per invocation and tile
 const uint PIECES = 2u * KEY_PIECES;
+// Query pieces per invocation: ROWS x CHUNKS over 32 x SUBGROUPS invocations.
+const uint QUERY_PIECES = CHUNKS / 2u;
 
 #define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 #define FLOAT_FRAGMENT fcoopmatNV<32, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
@@ -84,15 +86,41 @@ void main() {
   const uint list = gl_WorkGroupID.z / pc.head_blocks, block = gl_WorkGroupID.z % pc.head_blocks;
   const uint kv_head = list * pc.heads_per_list / (pc.n_heads / pc.n_kv_heads);
 
+#if KEY_LIST
+  // A sparse chunk's split is a few tiles (9 of QuoKA's at the bench's
+  // shape), so its start counts: every round's query loads are issued before
+  // any is staged, into registers the key loop's fragments do not hold yet
+  // (H100 sparse chunk 37 -> 33.5 us). The dense chunk's loop, hundreds of
+  // tiles, ran 23% slower in that form (213 registers against 204), so it
+  // loads each round in its turn (docs/perf.md, session 27).
+  uvec4 query_pieces[QUERY_PIECES];
+  [[unroll]] for (uint k = 0u; k < QUERY_PIECES; ++k) {
+    const uint i = tid + gl_WorkGroupSize.x * k;
+    uint key_limit, output_row;
+    tile_row(i / CHUNKS, query_tile, list, block, key_limit, output_row);
+    query_pieces[k] = key_limit > 0u ? queries[output_row * CHUNKS + i % CHUNKS] : uvec4(0);
+  }
+#endif
+
   // The query rows pass through `tile` (2 * KEY_TILE rows) in rounds: one
   // round for 4 subgroups, two for 8.
   HALF_FRAGMENT q[D_BLOCKS];
+#if KEY_LIST
+  [[unroll]]  // the loads stayed where the stores are without it (no gain)
+#endif
   for (uint first = 0u; first < ROWS; first += 2u * KEY_TILE) {
+#if KEY_LIST
+    [[unroll]] for (uint k = 0u; k < QUERY_PIECES; ++k) {
+      const uint i = tid + gl_WorkGroupSize.x * k, staged = i / CHUNKS;
+      if (staged >= first && staged < first + 2u * KEY_TILE) tile[(staged - first) * ROW_PIECES + i % CHUNKS] = query_pieces[k];
+    }
+#else
     for (uint i = tid; i < 2u * KEY_TILE * CHUNKS; i += gl_WorkGroupSize.x) {
       uint staged = i / CHUNKS, chunk = i % CHUNKS, key_limit, output_row;
       tile_row(first + staged, query_tile, list, block, key_limit, output_row);
       tile[staged * ROW_PIECES + chunk] = key_limit > 0u ? queries[output_row * CHUNKS + chunk] : uvec4(0);
     }
+#endif
     barrier();
     const uint own = subgroup * FRAGMENT;
     if (own >= first && own < first + 2u * KEY_TILE) {
