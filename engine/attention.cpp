@@ -24,6 +24,7 @@ using layouts::AttentionPartialPush;
 
 constexpr uint32_t kMergeWorkgroup = 256;  // at least HEAD_DIM / 4: an invocation per 4 channels
 constexpr uint32_t kMergeBatch = 8;        // merge_splits.glsl's MERGE_BATCH
+constexpr uint32_t kMergeFewWorkgroup = 128;  // attention_merge_few: at least HEAD_DIM / 4, a row per d / 4 invocations
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
@@ -191,7 +192,7 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
         return vk::Kernel(device, "attention_merge", attention_merge_spirv, {4, sizeof(AttentionMergePush)}, specialization);
       }()),
       merge_few_([&] {
-        const uint32_t specialization[] = {shape.dim};
+        const uint32_t specialization[] = {shape.dim, kMergeFewWorkgroup};
         return vk::Kernel(device, "attention_merge_few", attention_merge_few_spirv, {4, sizeof(AttentionMergePush)},
                           specialization);
       }()),
@@ -305,9 +306,10 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
   // A chunk's few splits: each invocation combines its channel alone (H100, QuoKA
   // prefill chunk: 15.7 -> 8.0 us against a workgroup per row, session 7).
-  const vk::Kernel& merge_kernel = t.splits <= ATTENTION_FEW_SPLITS ? merge_few_ : merge_;
-  pass.dispatch(merge_kernel, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge, merge.n_rows, 1, 1,
-                prefix + "_merge");
+  const bool few = t.splits <= ATTENTION_FEW_SPLITS;
+  const uint32_t workgroups = few ? ceil_div(merge.n_rows, kMergeFewWorkgroup / (shape_.dim / 4)) : merge.n_rows;
+  pass.dispatch(few ? merge_few_ : merge_, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge,
+                workgroups, 1, 1, prefix + "_merge");
 }
 
 std::vector<float> Attention::output(uint32_t n_queries) const {
