@@ -1,10 +1,12 @@
-// The mean of one head's n queries into shared `mean` (128 invocations; the
-// including kernel defines load_query). Invocation (group, chunk) sums queries
-// group, group + MEAN_GROUPS, ... of one 16-byte chunk, then the groups' sums are
-// added: one invocation per chunk walking all n queries, one load after
-// another, took 16-20 µs at n = 128 on the H100 (docs/perf.md, session 6).
-const uint MEAN_CHUNKS = HEAD_DIM / 8u, MEAN_GROUPS = 128u / MEAN_CHUNKS;  // d <= 512: at least 2 groups
-shared float partial_sums[MEAN_GROUPS * HEAD_DIM];
+// The mean of one head's n queries into shared `mean` (MEAN_WORKGROUP
+// invocations, which the including kernel defines, with load_query).
+// Invocation (group, chunk) sums queries group, group + MEAN_GROUPS, ... of one
+// 16-byte chunk, then the groups' sums are added: one invocation per chunk
+// walking all n queries, one load after another, took 16-20 µs at n = 128 on
+// the H100 (docs/perf.md, session 6).
+const uint MEAN_CHUNKS = HEAD_DIM / 8u, MEAN_GROUPS = MEAN_WORKGROUP / MEAN_CHUNKS;  // d <= 512: at least 2 groups
+const uint MEAN_SUMS = MEAN_GROUPS * HEAD_DIM;
+shared float partial_sums[MEAN_SUMS];
 shared float mean[HEAD_DIM];
 
 void chunk_mean(uint head, uint n) {
@@ -24,7 +26,7 @@ void chunk_mean(uint head, uint n) {
     }
   }
   barrier();
-  for (uint c = tid; c < HEAD_DIM; c += 128u) {
+  for (uint c = tid; c < HEAD_DIM; c += MEAN_WORKGROUP) {
     float sum = 0.0;
     for (uint group = 0u; group < MEAN_GROUPS; ++group) sum += partial_sums[group * HEAD_DIM + c];
     mean[c] = sum / float(n);

@@ -18,6 +18,7 @@ layout(push_constant) uniform MeanQueryPush { MEAN_QUERY_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 
+const uint MEAN_WORKGROUP = 128u;
 #include "chunk_mean.glsl"
 
 void main() {

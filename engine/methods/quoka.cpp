@@ -1,5 +1,6 @@
 // QuoKA (METHODS.md): query subselection by cosine to the chunk's mean query,
 // group aggregation, cosine scores against the keys, top B_SA. Per KV head.
+#include <algorithm>
 #include <optional>
 
 #include "../shaders/layouts.h"
@@ -18,8 +19,9 @@ namespace {
 
 constexpr uint32_t kMaxChunkQueries = 4096;  // the cosine kernel holds a chunk's cosines in shared memory
 // Under a loop limit (vk::DeviceInfo::loop_limit, lavapipe's 65535): the cosine
-// kernel ranks each of its ceil(n / 128) queries against all n, so n x n / 128
-// iterations; 2048 queries take ~34,000 of them with the loops around.
+// kernel ranks each query against all n, a quarter of them in each of its 4
+// invocations, n x n / workgroup iterations an invocation; 2048 queries take
+// ~8,700 of them at 512 with the loops around.
 constexpr uint32_t kMaxChunkQueriesLoopLimited = 2048;
 constexpr uint32_t kMatrixKeys = 64;          // keys per tile of both tensor-core kernels
 constexpr uint32_t kMatrixAggregates = 16;    // their aggregates: one fragment's rows
@@ -52,7 +54,9 @@ class Quoka final : public Method {
       : layer_(layer),
         options_(options),
         query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 2,
-                                                                 layer.shape, layer.dtype, {checked(device, max_queries)})),
+                                                                 layer.shape, layer.dtype,
+                                                                 {checked(device, max_queries),
+                                                                  query_workgroup(device, max_queries, layer.shape.dim)})),
         aggregate_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_aggregate", quoka_aggregate_spirv, 3,
                                                                    layer.shape, layer.dtype)),
         key_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 3,
@@ -113,6 +117,18 @@ class Quoka final : public Method {
   }
 
  private:
+  // quoka_query_cosine's workgroup, 4 invocations a query: the largest whose
+  // shared memory (a float per query, the mean's partial sums, about 8 floats
+  // an invocation, and the mean) fits. On the H100, 128 queries: 10.6 us at
+  // 128 invocations, 8.3 at 256, 8.0 at 512; one invocation a query took 15.0
+  // (docs/perf.md, session 27).
+  static uint32_t query_workgroup(const vk::Device& device, uint32_t max_queries, uint32_t dim) {
+    for (uint32_t workgroup : {512u, 256u})
+      if (4 * std::max<uint32_t>(1, max_queries) + 32 * workgroup + 4 * dim <= device.limits().maxComputeSharedMemorySize)
+        return workgroup;
+    return 128;
+  }
+
   static uint32_t checked(const vk::Device& device, uint32_t max_queries) {
     const uint32_t most = device.info().loop_limit != 0 ? kMaxChunkQueriesLoopLimited : kMaxChunkQueries;
     if (max_queries > most)
