@@ -7,7 +7,8 @@
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
-layout(local_size_x = 128) in;
+layout(constant_id = 2) const uint WORKGROUP = 256;  // 8 floats of shared memory an invocation
+layout(local_size_x_id = 2) in;
 
 #include "load.glsl"
 
@@ -18,11 +19,11 @@ layout(push_constant) uniform MeanQueryPush { MEAN_QUERY_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 
-const uint MEAN_WORKGROUP = 128u;
+const uint MEAN_WORKGROUP = WORKGROUP;
 #include "chunk_mean.glsl"
 
 void main() {
   const uint head = gl_WorkGroupID.x;
   chunk_mean(head, pc.n_queries);
-  for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) mean_query[head * HEAD_DIM + c] = mean[c];
+  for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += WORKGROUP) mean_query[head * HEAD_DIM + c] = mean[c];
 }
