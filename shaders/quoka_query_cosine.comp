@@ -16,7 +16,7 @@
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(constant_id = 2) const uint MAX_QUERIES = 1024;
-layout(constant_id = 3) const uint WORKGROUP = 512;  // a multiple of QUERY_LANES and of HEAD_DIM / 8
+layout(constant_id = 3) const uint WORKGROUP = 512;  // a multiple of the subgroup size
 layout(local_size_x_id = 3) in;
 
 #include "load.glsl"
@@ -31,7 +31,7 @@ DEFINE_LOAD8(load_query, queries)
 const uint MEAN_WORKGROUP = WORKGROUP;
 #include "chunk_mean.glsl"
 
-const uint QUERY_LANES = 4u;  // within a subgroup: the shuffles below sum them
+const uint QUERY_LANES = 4u;  // within a subgroup (at least 4 lanes: engine/methods/quoka.cpp)
 const uint QUERIES_AT_ONCE = WORKGROUP / QUERY_LANES;
 shared float cosines[MAX_QUERIES];
 
@@ -45,11 +45,13 @@ uint lanes_sum(uint x) {
 }
 
 void main() {
-  const uint head = gl_WorkGroupID.x, tid = gl_LocalInvocationIndex, n = pc.n_queries;
-  const uint lane = tid % QUERY_LANES;
+  const uint head = gl_WorkGroupID.x, n = pc.n_queries;
+  // A query's lanes are neighbours in a subgroup, whatever the device's order
+  // of invocations in subgroups.
+  const uint slot = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID, lane = slot % QUERY_LANES;
   chunk_mean(head, n);
   for (uint first = 0u; first < n; first += QUERIES_AT_ONCE) {
-    const uint i = first + tid / QUERY_LANES;
+    const uint i = first + slot / QUERY_LANES;
     float dot_product = 0.0, norm = 0.0, mean_norm = 0.0;
     if (i < n) {
       for (uint chunk = lane; chunk < MEAN_CHUNKS; chunk += QUERY_LANES) {
@@ -70,7 +72,7 @@ void main() {
   }
   barrier();
   for (uint first = 0u; first < n; first += QUERIES_AT_ONCE) {
-    const uint i = first + tid / QUERY_LANES;
+    const uint i = first + slot / QUERY_LANES;
     uint rank = 0u;
     if (i < n) {
       const float own = cosines[i];

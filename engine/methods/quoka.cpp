@@ -130,6 +130,9 @@ class Quoka final : public Method {
   }
 
   static uint32_t checked(const vk::Device& device, uint32_t max_queries) {
+    if (!device.info().subgroup_shuffle || device.info().subgroup_size < 4)  // quoka_query_cosine's 4 lanes a query
+      throw InputError("quoka: needs subgroup shuffles in compute shaders, in subgroups of at least 4, which " +
+                       device.info().name + " lacks");
     const uint32_t most = device.info().loop_limit != 0 ? kMaxChunkQueriesLoopLimited : kMaxChunkQueries;
     if (max_queries > most)
       throw InputError("quoka: chunks of more than " + std::to_string(most) + " queries are not supported on " +
