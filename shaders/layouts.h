@@ -123,16 +123,10 @@ KV_PUSH_STRUCT(MeanQueryPush, MEAN_QUERY_FIELDS)
 KV_PUSH_STRUCT(OracleScoresPush, ORACLE_SCORES_FIELDS)
 #define ORACLE_QUERY_TILE 16u
 
-// quoka_query_cosine.comp: per query head, the chunk's kept queries (indices
-// into the chunk) in ascending cosine to the chunk's mean query.
-#define QUOKA_QUERY_FIELDS \
-  uint n_heads; \
-  uint n_queries; \
-  uint n_keep;
-KV_PUSH_STRUCT(QuokaQueryPush, QUOKA_QUERY_FIELDS)
-
-// quoka_key_scores.comp: per KV head, max over aggregated kept queries of a . k_hat_j.
-#define QUOKA_KEY_FIELDS \
+// The QuoKA kernels: quoka_query_cosine.comp (steps 1-3, chunks of more than
+// n_keep queries), quoka_aggregate.comp (steps 2-3, the others) and the key
+// kernels (step 4: per KV head, max over aggregated kept queries of a . k_hat_j).
+#define QUOKA_FIELDS \
   uint n_heads; \
   uint n_kv_heads; \
   uint n_tokens; \
@@ -141,7 +135,7 @@ KV_PUSH_STRUCT(QuokaQueryPush, QUOKA_QUERY_FIELDS)
   uint aggregate_max; /* 0: mean over the group by rank; 1: every kept query of the group */ \
   uint n_candidates; \
   uint row_stride;
-KV_PUSH_STRUCT(QuokaKeyPush, QUOKA_KEY_FIELDS)
+KV_PUSH_STRUCT(QuokaPush, QUOKA_FIELDS)
 
 // quest_page_minmax.comp: per KV head and page in [first_page, end_page): channel min and max.
 #define PAGE_MINMAX_FIELDS \

@@ -1,8 +1,11 @@
 #version 460
-// QuoKA steps 2-3, once per KV head and aggregate vector: normalise the group's
-// kept queries and average them by rank (mean), or keep each one (max). The
-// key-scoring pass reads the result; building it there, in every workgroup,
-// cost a serial chain of query loads per tile of keys.
+// QuoKA steps 2-3 for a chunk of at most n_keep queries (decode), which keeps
+// them all in position order, once per KV head and aggregate vector:
+// normalise the group's queries and average them by position (mean), or keep
+// each one (max). Longer chunks rank their queries first, and
+// quoka_query_cosine.comp builds their aggregates itself. The key-scoring
+// pass reads the result; building it there, in every workgroup, cost a serial
+// chain of query loads per tile of keys.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
@@ -15,10 +18,9 @@ layout(local_size_x = 64) in;  // one invocation per 8 channels; HEAD_DIM <= 512
 #include "load.glsl"
 
 layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };    // [H, n, d]
-layout(std430, binding = 1) readonly buffer Kept { uint kept[]; };           // [H, n_keep]
-layout(std430, binding = 2) writeonly buffer Aggregates { float aggregates[]; };  // [G, n_aggregates, d]
+layout(std430, binding = 1) writeonly buffer Aggregates { float aggregates[]; };  // [G, n_aggregates, d]
 
-layout(push_constant) uniform QuokaKeyPush { QUOKA_KEY_FIELDS } pc;
+layout(push_constant) uniform QuokaPush { QUOKA_FIELDS } pc;
 
 DEFINE_LOAD8(load_query, queries)
 
@@ -45,9 +47,7 @@ void main() {
     uint rows[HEADS_AT_ONCE];
     [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) {
       const uint head = kv_head * group + min(batch + j, first + count - 1u);
-      // A chunk of at most n_keep queries keeps them all, in position order
-      // (quoka_query_cosine did not run).
-      rows[j] = head * pc.n_queries + (pc.n_queries <= pc.n_keep ? rank : kept[head * pc.n_keep + rank]);
+      rows[j] = head * pc.n_queries + rank;
     }
     vec4 lo[HEADS_AT_ONCE], hi[HEADS_AT_ONCE];
     vec4 own = vec4(0.0);  // this invocation's share of each head's squared norm

@@ -15,7 +15,7 @@ layout(std430, binding = 0) readonly buffer Aggregates { float aggregates[]; }; 
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };              // [G, T, d]
 layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };         // [G, row_stride]
 
-layout(push_constant) uniform QuokaKeyPush { QUOKA_KEY_FIELDS } pc;
+layout(push_constant) uniform QuokaPush { QUOKA_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 

@@ -43,7 +43,7 @@ layout(std430, binding = 0) readonly buffer Aggregates { float aggregates[]; }; 
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };              // [G, T, d] fp16
 layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };         // [G, row_stride]
 
-layout(push_constant) uniform QuokaKeyPush { QUOKA_KEY_FIELDS } pc;
+layout(push_constant) uniform QuokaPush { QUOKA_FIELDS } pc;
 
 const uint KEYS = 64, FRAGMENT = 16;    // keys per tile (a fragment per subgroup); fragment size
 const uint CHUNKS = HEAD_DIM / 8u;      // 16-byte pieces of a row

@@ -383,8 +383,11 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"quoka_max16_d96", "quoka", {8, 4, 301, 96}, DType::f16, Mode::prefill, quoka_options(true), 16, true},
         ScoresCase{"quoka_mean16_d32_long", "quoka", {8, 2, 9000, 32}, DType::f16, Mode::prefill, quoka_options(false, 16), 16, true},
         ScoresCase{"quoka_mean_d80", "quoka", {8, 2, 301, 80}, DType::f16, Mode::prefill, quoka_options(false), 16, true},
-        // Groups of 6: the aggregate loads a batch of four heads' kept queries, then two.
+        // Groups of 6: the last of a group's heads to finish adds up six heads'
+        // kept queries (a block of more than n_q queries), and quoka_aggregate
+        // loads a batch of four heads' queries, then two (shorter blocks).
         ScoresCase{"quoka_mean_group6", "quoka", {12, 2, 290, 64}, DType::f16, Mode::prefill, quoka_options(false)},
+        ScoresCase{"quoka_decode_group6", "quoka", {12, 2, 290, 64}, DType::f16, Mode::decode, quoka_options(false)},
         // The scalar kernel (one aggregate, fp32 keys; bf16 keys) over several
         // workgroups, the last part-filled.
         ScoresCase{"quoka_decode_f32", "quoka", {8, 2, 1300, 128}, DType::f32, Mode::decode, quoka_options(false)},

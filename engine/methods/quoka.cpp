@@ -53,32 +53,35 @@ class Quoka final : public Method {
   Quoka(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options, uint32_t max_queries)
       : layer_(layer),
         options_(options),
-        query_kernel_(make_layer_kernel<layouts::QuokaQueryPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 2,
-                                                                 layer.shape, layer.dtype,
-                                                                 {checked(device, max_queries),
-                                                                  query_workgroup(device, max_queries, layer.shape.dim)})),
-        aggregate_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_aggregate", quoka_aggregate_spirv, 3,
-                                                                   layer.shape, layer.dtype)),
-        key_kernel_(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 3,
-                                                             layer.shape, layer.dtype)),
+        query_kernel_(make_layer_kernel<layouts::QuokaPush>(device, "quoka_query_cosine", quoka_query_cosine_spirv, 4,
+                                                            layer.shape, layer.dtype,
+                                                            {checked(device, max_queries),
+                                                             query_workgroup(device, max_queries, options.n_q, layer.shape.dim),
+                                                             kept_capacity(max_queries, options.n_q)})),
+        aggregate_kernel_(make_layer_kernel<layouts::QuokaPush>(device, "quoka_aggregate", quoka_aggregate_spirv, 2,
+                                                                layer.shape, layer.dtype)),
+        key_kernel_(make_layer_kernel<layouts::QuokaPush>(device, "quoka_key_scores", quoka_key_scores_spirv, 3,
+                                                          layer.shape, layer.dtype)),
         topk_(device),
-        kept_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * sizeof(uint32_t)),
-        // max: every kept query of the group, each KV head
+        // Both [H, n_keep, d] at most (max: every kept query of the group, each KV head).
+        normalized_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
         aggregates_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
+        group_arrivals_(device, size_t(layer.shape.kv_heads) * sizeof(uint32_t)),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
     if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
+    group_arrivals_.fill(0);  // quoka_query_cosine leaves it zeroed after every use
     // One aggregate (decode) costs quoka_key_scores_matrix more than the
     // scalar kernel (docs/perf.md, session 6), quoka_key_scores_fragments less
     // (3.6-4.1 us on the H100, session 25).
     if (key_fragment_kernel_fits(device, layer.dtype, layer.shape.dim))
-      key_matrix_.emplace(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores_fragments",
-                                                                   quoka_key_scores_fragments_spirv, 3, layer.shape,
-                                                                   layer.dtype),
+      key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(device, "quoka_key_scores_fragments",
+                                                                quoka_key_scores_fragments_spirv, 3, layer.shape,
+                                                                layer.dtype),
                           kFragmentWorkgroups, 1u);
     else if (key_matrix_kernel_fits(device, layer.dtype, layer.shape.dim))
-      key_matrix_.emplace(make_layer_kernel<layouts::QuokaKeyPush>(device, "quoka_key_scores_matrix",
-                                                                   quoka_key_scores_matrix_spirv, 3, layer.shape,
-                                                                   layer.dtype),
+      key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(device, "quoka_key_scores_matrix",
+                                                                quoka_key_scores_matrix_spirv, 3, layer.shape,
+                                                                layer.dtype),
                           kMatrixWorkgroups, 2u);
   }
 
@@ -93,17 +96,17 @@ class Quoka final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t keep = std::min(block.n_queries, options_.n_q), candidates = block.candidates();
-    // A block of at most n_q queries (decode) keeps them all: quoka_aggregate
-    // reads them in position order without the kept list.
-    if (block.n_queries > keep) {
-      layouts::QuokaQueryPush query_push{s.heads, block.n_queries, keep};
-      pass.dispatch(query_kernel_, {inputs.queries, &kept_}, query_push, s.heads, 1, 1, "query_cosine");
-    }
-    layouts::QuokaKeyPush key_push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
-                                   options_.quoka_max ? 1u : 0u, candidates, s.tokens};
+    layouts::QuokaPush key_push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
+                                options_.quoka_max ? 1u : 0u, candidates, s.tokens};
     const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
-    pass.dispatch(aggregate_kernel_, {inputs.queries, &kept_, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
-                  "aggregate");
+    // A block of at most n_q queries (decode) keeps them all, in position
+    // order: quoka_aggregate builds its aggregates without a ranking.
+    if (block.n_queries > keep)
+      pass.dispatch(query_kernel_, {inputs.queries, &normalized_, &aggregates_, &group_arrivals_}, key_push, s.heads, 1,
+                    1, "query_cosine");
+    else
+      pass.dispatch(aggregate_kernel_, {inputs.queries, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
+                    "aggregate");
     // The aggregates go to the tensor cores where a kernel fits and there are
     // enough of them (fewest_aggregates) for it to beat the scalar kernel.
     if (key_matrix_ && n_aggregates >= key_matrix_->fewest_aggregates && n_aggregates <= kMatrixAggregates)
@@ -117,15 +120,20 @@ class Quoka final : public Method {
   }
 
  private:
+  // The most queries quoka_query_cosine keeps per head (its MAX_KEEP).
+  static uint32_t kept_capacity(uint32_t max_queries, uint32_t n_q) {
+    return std::max<uint32_t>(1, std::min(max_queries, n_q));
+  }
+
   // quoka_query_cosine's workgroup, 4 invocations a query: the largest whose
-  // shared memory (a float per query, the mean's partial sums, about 8 floats
-  // an invocation, and the mean) fits. On the H100, 128 queries: 10.6 us at
-  // 128 invocations, 8.3 at 256, 8.0 at 512; one invocation a query took 15.0
-  // (docs/perf.md, session 27).
-  static uint32_t query_workgroup(const vk::Device& device, uint32_t max_queries, uint32_t dim) {
+  // shared memory (a cosine and a norm per query, the kept indices, the mean's
+  // partial sums, about 8 floats an invocation, and the mean) fits. On the
+  // H100, 128 queries: 10.6 us at 128 invocations, 8.3 at 256, 8.0 at 512;
+  // one invocation a query took 15.0 (docs/perf.md, session 27).
+  static uint32_t query_workgroup(const vk::Device& device, uint32_t max_queries, uint32_t n_q, uint32_t dim) {
+    const uint32_t per_query = 8 * std::max<uint32_t>(1, max_queries) + 4 * kept_capacity(max_queries, n_q);
     for (uint32_t workgroup : {512u, 256u})
-      if (4 * std::max<uint32_t>(1, max_queries) + 32 * workgroup + 4 * dim <= device.limits().maxComputeSharedMemorySize)
-        return workgroup;
+      if (per_query + 32 * workgroup + 4 * dim <= device.limits().maxComputeSharedMemorySize) return workgroup;
     return 128;
   }
 
@@ -156,8 +164,9 @@ class Quoka final : public Method {
   };
   std::optional<KeyMatrixKernel> key_matrix_;
   TopK topk_;
-  vk::Buffer kept_;
+  vk::Buffer normalized_;  // quoka_query_cosine's kept queries, normalised (mean)
   vk::Buffer aggregates_;
+  vk::Buffer group_arrivals_;  // per KV head: its query heads whose quoka_query_cosine has finished
   vk::Buffer scores_;
 };
 
