@@ -24,30 +24,26 @@ uint orderable(float f) {
   return (u & 0x80000000u) != 0u ? ~u : (u | 0x80000000u);
 }
 
-// Workgroup-wide exclusive prefix sum of two counts at once: each subgroup
-// scans its own, then the first subgroup scans the subgroups' sums. Call from
-// uniform control flow. `total` is the sum over every invocation.
+// Per-subgroup sums posted for a workgroup-wide scan or search. Every
+// subgroup reads them itself, a subgroup's width at a time, after one barrier:
+// a first subgroup scanning them for the others took a barrier more.
 shared uvec2 subgroup_sums[SUBGROUPS];
-shared uvec2 scan_total;
+
+// Workgroup-wide exclusive prefix sum of two counts at once. Call from
+// uniform control flow. `total` is the sum over every invocation.
 uvec2 exclusive_scan(uvec2 value, out uvec2 total) {
   const uvec2 inclusive = subgroupInclusiveAdd(value);
   if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) subgroup_sums[gl_SubgroupID] = inclusive;
   barrier();
-  if (gl_SubgroupID == 0u) {
-    uvec2 carry = uvec2(0);
-    for (uint first = 0u; first < gl_NumSubgroups; first += gl_SubgroupSize) {
-      const uint s = first + gl_SubgroupInvocationID;
-      const uvec2 sum = s < gl_NumSubgroups ? subgroup_sums[s] : uvec2(0);
-      const uvec2 before = subgroupExclusiveAdd(sum);
-      if (s < gl_NumSubgroups) subgroup_sums[s] = carry + before;
-      carry += subgroupAdd(sum);
-    }
-    if (gl_SubgroupInvocationID == 0u) scan_total = carry;
+  uvec2 before = inclusive - value;
+  total = uvec2(0);
+  for (uint first = 0u; first < gl_NumSubgroups; first += gl_SubgroupSize) {
+    const uint s = first + gl_SubgroupInvocationID;
+    const uvec2 sum = s < gl_NumSubgroups ? subgroup_sums[s] : uvec2(0);
+    before += subgroupAdd(s < gl_SubgroupID ? sum : uvec2(0));
+    total += subgroupAdd(sum);
   }
-  barrier();
-  total = scan_total;
-  const uvec2 before = subgroup_sums[gl_SubgroupID] + inclusive - value;
-  barrier();
+  barrier();  // every read above comes before the next post
   return before;
 }
 
@@ -65,9 +61,11 @@ shared uint histogram[TOPK_BINS];
 // bins first reaches `remaining`. With `clear`, each invocation zeroes the bins
 // it read, so that the histogram is left clear for the next radix level without
 // a pass and a barrier of its own. Call from uniform control flow, after a
-// barrier that follows the histogram's last update. No barrier follows the read
-// of chosen_bin: its next write comes after the next call's scan, which every
-// invocation enters only after this read.
+// barrier that follows the histogram's last update. Two barriers: the
+// subgroups' sums are posted, then the subgroup that holds the crossing
+// finds the bin. No barrier follows the read of chosen_bin: its next write
+// comes after the next call's first barrier, which every invocation reaches
+// only after this read.
 shared uvec3 chosen_bin;
 uvec3 choose_bin(uint remaining, bool clear) {
   uint counts[BINS_PER_INVOCATION], own = 0u;
@@ -77,12 +75,28 @@ uvec3 choose_bin(uint remaining, bool clear) {
     if (clear) histogram[bin] = 0u;
     own += counts[j];
   }
-  uvec2 total;
-  uint above = exclusive_scan(uvec2(own, 0u), total).x;
-  [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) {
-    if (above < remaining && above + counts[j] >= remaining)
-      chosen_bin = uvec3(TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j), above, counts[j]);
-    above += counts[j];
+  const uint subgroup_total = subgroupAdd(own);
+  if (gl_SubgroupInvocationID == 0u) subgroup_sums[gl_SubgroupID] = uvec2(subgroup_total, 0u);
+  barrier();
+  // The subgroup whose bins hold the crossing is the first whose running sum
+  // reaches `remaining`: it is the count of those short of it, and the keys
+  // in higher bins than its own are the largest running sum short of it.
+  uint crossing = 0u, above = 0u, carry = 0u;
+  for (uint first = 0u; first < gl_NumSubgroups; first += gl_SubgroupSize) {
+    const uint s = first + gl_SubgroupInvocationID;
+    const uint running = carry + subgroupInclusiveAdd(s < gl_NumSubgroups ? subgroup_sums[s].x : 0u);
+    const bool short_of = s < gl_NumSubgroups && running < remaining;
+    crossing += subgroupAdd(short_of ? 1u : 0u);
+    above = max(above, subgroupMax(short_of ? running : 0u));
+    carry = subgroupMax(running);
+  }
+  if (gl_SubgroupID == crossing) {
+    above += subgroupExclusiveAdd(own);
+    [[unroll]] for (uint j = 0u; j < BINS_PER_INVOCATION; ++j) {
+      if (above < remaining && above + counts[j] >= remaining)
+        chosen_bin = uvec3(TOPK_BINS - 1u - (gl_LocalInvocationIndex * BINS_PER_INVOCATION + j), above, counts[j]);
+      above += counts[j];
+    }
   }
   barrier();
   return chosen_bin;
