@@ -96,26 +96,25 @@ class Quoka final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t keep = std::min(block.n_queries, options_.n_q), candidates = block.candidates();
-    layouts::QuokaPush key_push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
-                                options_.quoka_max ? 1u : 0u, candidates, s.tokens};
+    layouts::QuokaPush push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
+                            options_.quoka_max ? 1u : 0u, candidates, s.tokens};
     const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
     // A block of at most n_q queries (decode) keeps them all, in position
     // order: quoka_aggregate builds its aggregates without a ranking.
     if (block.n_queries > keep)
-      pass.dispatch(query_kernel_, {inputs.queries, &normalized_, &aggregates_, &group_arrivals_}, key_push, s.heads, 1,
-                    1, "query_cosine");
+      pass.dispatch(query_kernel_, {inputs.queries, &normalized_, &aggregates_, &group_arrivals_}, push, s.heads, 1, 1,
+                    "query_cosine");
     else
-      pass.dispatch(aggregate_kernel_, {inputs.queries, &aggregates_}, key_push, n_aggregates, s.kv_heads, 1,
-                    "aggregate");
+      pass.dispatch(aggregate_kernel_, {inputs.queries, &aggregates_}, push, n_aggregates, s.kv_heads, 1, "aggregate");
     // The aggregates go to the tensor cores where a kernel fits and there are
     // enough of them (fewest_aggregates) for it to beat the scalar kernel.
     if (key_matrix_ && n_aggregates >= key_matrix_->fewest_aggregates && n_aggregates <= kMatrixAggregates)
-      pass.dispatch(key_matrix_->kernel, {&aggregates_, &layer_.keys, &scores_}, key_push,
+      pass.dispatch(key_matrix_->kernel, {&aggregates_, &layer_.keys, &scores_}, push,
                     std::min(ceil_div(candidates, kMatrixKeys), ceil_div(key_matrix_->workgroups, s.kv_heads)), s.kv_heads, 1,
                     "key_scores");
     else
-      pass.dispatch(key_kernel_, {&aggregates_, &layer_.keys, &scores_}, key_push, ceil_div(candidates, 128), s.kv_heads,
-                    1, "key_scores");
+      pass.dispatch(key_kernel_, {&aggregates_, &layer_.keys, &scores_}, push, ceil_div(candidates, 128), s.kv_heads, 1,
+                    "key_scores");
     topk_.record(pass, scores_, s.kv_heads, candidates, s.tokens, budget, indices, budget);
   }
 
