@@ -98,8 +98,9 @@ struct ByteModel {
     if (stage == "partial_scores")  // each KV head's keys on the 16-byte pieces its heads keep, at most all of them
       return G * n * std::min(d, H / G * std::ceil(std::min<double>(sparq_r, d) / 8) * 8) * element;
     // One read of every row's scores (Quest's rows are pages), the least a top-k
-    // needs: topk_row and topk_histogram + topk_gather read no more; topk_finish
-    // alone (rows of up to 32768) reads the row two or more times.
+    // needs: topk_row and topk_long's slices read no more (with topk_long's
+    // sample, 4096 keys a workgroup of the row, from the cache); a row that
+    // topk_long reads with one workgroup is read two or more times.
     if (stage == "topk") return list_rows * (topk_ranks_pages ? n / page_size : n) * 4;
     return 0;
   }

@@ -1,31 +1,24 @@
 #include "topk.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "../shaders/layouts.h"
 #include "methods/kernels.h"
-#include "topk_finish.spv.h"
-#include "topk_gather.spv.h"
-#include "topk_histogram.spv.h"
+#include "topk_long.spv.h"
 #include "topk_row.spv.h"
 
 namespace kv {
 namespace {
-constexpr uint32_t kRowWorkgroup = 512, kSliceWorkgroup = 256, kFinishWorkgroup = 1024;  // their TOPK_WORKGROUP
+constexpr uint32_t kRowWorkgroup = 512, kLongWorkgroup = 512;  // their TOPK_WORKGROUP
 
-// Rows of up to this many scores are topk_finish's alone: on the H100 one
-// workgroup reading such a row a pass per level beat the three dispatches
-// (Fier decode's top-k at 32k: 30.9 against 37.2 us; even at 64k, 43.5
-// against 44.7 for Fier and 44.3 against 36.4 for QuoKA; docs/perf.md).
-constexpr uint32_t kFinishAloneMax = 32768;
-
-// topk_histogram and topk_gather take several slices a workgroup where a
-// slice each would make more workgroups than this, so that each workgroup
-// finds the window (or the chosen bin) once for all its slices and a dispatch
-// fits about one wave. H100, Fier's and SparQ's 32 rows at 128k: 1024
-// workgroups -> 512, top-k 53.1 -> 49.4-50.0 and 55.4 -> 51.3 us; a target of 264
-// made rows of 64k slower (42.7 -> 46.5; docs/perf.md, session 20).
-constexpr uint32_t kSliceWorkgroupsTarget = 512;
+// topk_long gives a workgroup several slices where a slice each would make
+// more workgroups than this: one wave of them on the H100 (132 SMs, one of
+// its workgroups each at 72 registers). Every workgroup of a row draws the
+// row's sample and finds its threshold, so fewer of them do less twice: on
+// the H100, Fier's 32 rows of 32k / 128k took 37.4 / 55.4 us at 256, 27.2 /
+// 41.3 at 128 and 30.9 / 58.1 at 64 (docs/perf.md, session 29).
+constexpr uint32_t kLongWorkgroupsTarget = 128;
 
 // Shared memory topk_common.glsl declares beside a kernel's own arrays: the
 // scan's per-subgroup sums and total, the chosen bin, the histogram, the
@@ -46,10 +39,10 @@ uint32_t row_capacity_for(const vk::Device& device) {
   return std::min<uint32_t>(TOPK_ROW_MAX, fits);
 }
 
-// The (key, index) entries topk_finish stages in shared memory beside its
-// slice places: about 4700 where a workgroup has 48 KiB, 2400 under lavapipe's 32.
+// The (key, index) entries topk_long stages in shared memory beside its
+// slice places: about 4700 where a workgroup has 48 KiB, 2600 under lavapipe's 32.
 uint32_t staged_capacity_for(const vk::Device& device) {
-  const uint32_t others = common_shared_bytes(device, kFinishWorkgroup) + TOPK_MAX_SLICES * 8;
+  const uint32_t others = common_shared_bytes(device, kLongWorkgroup) + TOPK_MAX_SLICES * 8;
   const uint32_t limit = device.limits().maxComputeSharedMemorySize;
   return limit > others ? (limit - others) / 8 : 0;
 }
@@ -66,9 +59,7 @@ TopK::TopK(const vk::Device& device)
       row_capacity_(row_capacity_for(device)),
       staged_capacity_(staged_capacity_for(device)),
       row_(topk_kernel(device, "topk_row", topk_row_spirv, 2, row_capacity_, kRowWorkgroup)),
-      histogram_(topk_kernel(device, "topk_histogram", topk_histogram_spirv, 2, 0, kSliceWorkgroup)),
-      gather_(topk_kernel(device, "topk_gather", topk_gather_spirv, 4, staged_capacity_, kSliceWorkgroup)),
-      finish_(topk_kernel(device, "topk_finish", topk_finish_spirv, 5, staged_capacity_, kFinishWorkgroup)) {}
+      long_(topk_kernel(device, "topk_long", topk_long_spirv, 5, staged_capacity_, kLongWorkgroup)) {}
 
 bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
   if (buffer.bytes() >= bytes) return false;
@@ -79,14 +70,14 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
 
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                   const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0, 0, 0}, indices, stage);
 }
 
 void TopK::record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride,
                         uint32_t k, uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices,
                         uint32_t out_stride, const std::string& stage) {
   if (page_size == 0) throw std::logic_error("TopK::record_pages: pages of no tokens");
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens, 0, 0}, indices, stage);
 }
 
 void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, layouts::TopKPush push,
@@ -96,20 +87,41 @@ void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, 
     pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
     return;
   }
-  // A row spans at most n / 4 + 2 aligned vec4s, whatever its start.
-  const uint32_t slices = ceil_div(n / 4 + 2, TOPK_SLICE / 4);
-  const bool sliced = n > kFinishAloneMax && slices <= TOPK_MAX_SLICES;
-  push.slices = sliced ? slices : 0;
+  const LongRowPlan plan = plan_long_row(n, std::min(push.k, n), push.row_stride, staged_capacity_);
+  push.slices = plan.slices;
+  push.sample_rank = plan.sample_rank;
+  push.sample_reach = plan.sample_reach;
   if (grow(select_state_, VkDeviceSize(rows) * TOPK_STATE_WORDS * 4)) select_state_.fill(0);
   grow(gathered_, VkDeviceSize(rows) * staged_capacity_ * 8);
-  grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(push.slices, 1) * 8);
-  if (push.slices) {
-    // The kernels share a row's slices evenly among its workgroups (workgroup_tiles).
-    const uint32_t workgroups = ceil_div(slices, ceil_div(rows * slices, kSliceWorkgroupsTarget));
-    pass.dispatch(histogram_, {&scores, &select_state_}, push, workgroups, rows, 1, stage);
-    pass.dispatch(gather_, {&scores, &select_state_, &gathered_, &slice_table_}, push, workgroups, rows, 1, stage);
-  }
-  pass.dispatch(finish_, {&scores, &indices, &select_state_, &gathered_, &slice_table_}, push, 1, rows, 1, stage);
+  grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(plan.slices, 1) * 8);
+  // The kernel shares a row's slices evenly among its workgroups (workgroup_tiles).
+  const uint32_t workgroups =
+      plan.slices ? ceil_div(plan.slices, ceil_div(rows * plan.slices, kLongWorkgroupsTarget)) : 1;
+  pass.dispatch(long_, {&scores, &indices, &select_state_, &gathered_, &slice_table_}, push, workgroups, rows, 1, stage);
+}
+
+LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t capacity) {
+  // Rows that start on a vec4 span n / 4 of them, rounded up; others at most
+  // n / 4 + 2, whatever their start.
+  const uint32_t vectors = row_stride % 4 == 0 ? ceil_div(n, 4) : n / 4 + 2;
+  const uint32_t slices = ceil_div(vectors, TOPK_SLICE / 4);
+  // The sample's keys among the row's k largest: about mu, give or take
+  // sqrt(mu) for independent keys. A rank 4 deviations (and 4 keys) above it
+  // is then reached by fewer than k of the row's keys about once in 30000
+  // rows; the keys at or above the threshold number about reach * n /
+  // TOPK_SAMPLE, give or take sqrt(reach) * n / TOPK_SAMPLE, and must fit the
+  // capacity with 4 of those to spare. The sample takes its keys 4 adjacent,
+  // so neighbours that move together widen both; a row where the sample
+  // misses still comes out right, read a pass a level by its last workgroup.
+  // The sample needs TOPK_SAMPLE / 4 whole vec4s of the row (layouts.h): a
+  // row of n spans at least n / 4 - 2 besides its first and last.
+  const double mu = double(k) * TOPK_SAMPLE / n;
+  const uint32_t rank = uint32_t(std::ceil(mu + 4 * std::sqrt(mu) + 4));
+  const uint32_t reach = rank + rank / 32;
+  const double expected = (reach + 4 * std::sqrt(double(reach))) * n / TOPK_SAMPLE;
+  if (n < TOPK_SAMPLE + 8 || slices > TOPK_MAX_SLICES || reach > TOPK_SAMPLE / 2 || expected > capacity)
+    return {0, 0, 0};
+  return {slices, rank, reach};
 }
 
 }  // namespace kv

@@ -9,15 +9,23 @@
 
 namespace kv {
 
+// How topk_long takes rows of n scores, row_stride apart: `slices` of
+// TOPK_SLICE (0: one workgroup reads a row, a pass per radix level), and the
+// sample rank and reach its threshold is found between (layouts.h). Slices
+// only where the keys at or above the threshold very likely fit `capacity`
+// staged entries.
+struct LongRowPlan {
+  uint32_t slices, sample_rank, sample_reach;
+};
+LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t capacity);
+
 // Owner of the top-k kernels and their scratch: per row, the k largest of n
 // scores as ascending indices, ties toward the lower index, -1 padded to
 // out_stride; every index when n <= k. A row of at most 8192 candidates (fewer
 // where shared memory is under about 42 KiB) is staged in shared memory by one
-// workgroup (topk_row, one dispatch). A row of more than 32768 (and at most
-// TOPK_MAX_SLICES slices) is histogrammed and gathered in slices of 4096, one
-// or more per workgroup (topk_histogram, topk_gather), then finished by one
-// workgroup (topk_finish): three dispatches. Other long rows are
-// topk_finish's alone, reading the row a pass per level.
+// workgroup (topk_row). A longer one is topk_long's, one dispatch: its
+// workgroups gather the keys at or above a threshold drawn from a sample of
+// the row, and the row's last workgroup selects among them (plan_long_row).
 // One TopK may be recorded many times, in one pass or several, as long as
 // their runs do not overlap (passes run one at a time).
 class TopK {
@@ -34,7 +42,7 @@ class TopK {
                     uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices, uint32_t out_stride,
                     const std::string& stage = "topk");
   uint32_t row_capacity() const { return row_capacity_; }
-  // The most keys topk_finish selects among in shared memory.
+  // The most keys topk_long selects among in shared memory.
   uint32_t staged_capacity() const { return staged_capacity_; }
 
  private:
@@ -46,8 +54,8 @@ class TopK {
   const vk::Device* device_;
   uint32_t row_capacity_;  // the longest row topk_row takes
   uint32_t staged_capacity_;
-  vk::Kernel row_, histogram_, gather_, finish_;
-  // Zeroed when allocated; topk_finish leaves it zeroed after every use, so no
+  vk::Kernel row_, long_;
+  // Zeroed when allocated; topk_long leaves it zeroed after every use, so no
   // clearing pass is recorded.
   vk::Buffer select_state_;
   vk::Buffer gathered_, slice_table_;

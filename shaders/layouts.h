@@ -62,12 +62,26 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
 // The top-k kernels: per row, the `k` largest of `n` scores (ties toward the
 // lower index), written as ascending indices padded with -1 to `out_stride`.
 // A row of at most TOPK_ROW_MAX is topk_row.comp's (one workgroup); a longer
-// one is cut into slices of TOPK_SLICE for topk_histogram.comp and
-// topk_gather.comp (a workgroup per slice), then topk_finish.comp selects
-// from what they gathered (a workgroup per row). Histograms of TOPK_BINS.
+// one is topk_long.comp's: slices of TOPK_SLICE, one or more a workgroup,
+// gather the keys at or above a threshold found from a sample of TOPK_SAMPLE
+// keys, and the row's last workgroup selects among them. Histograms of
+// TOPK_BINS.
 #define TOPK_ROW_MAX 8192u
 #define TOPK_SLICE 4096u
-#define TOPK_MAX_SLICES 256u  /* longer rows (over 1M scores) are topk_finish's alone */
+#define TOPK_MAX_SLICES 256u  /* longer rows (over 1M scores) are read by one workgroup */
+#define TOPK_SAMPLE 4096u
+// topk_long's sample is TOPK_SAMPLE / 4 vec4s of a row, each inside it: of a
+// row's `inside` vec4s that hold no key of another row, vector j of the sample
+// is the TOPK_SAMPLE_VECTOR(j, inside)-th. It lies in stretch j of them, [j
+// inside / (TOPK_SAMPLE / 4), (j + 1) inside / (TOPK_SAMPLE / 4)), at a place
+// scrambled from j, so that the sample is spread evenly yet not in step with
+// any period of the row's positions. Unsigned 32-bit arithmetic in both
+// languages (j inside itself could overflow).
+#define TOPK_SAMPLE_VECTORS (TOPK_SAMPLE / 4u)
+#define TOPK_STRETCH_START(j, inside) \
+  ((j) * ((inside) / TOPK_SAMPLE_VECTORS) + (j) * ((inside) % TOPK_SAMPLE_VECTORS) / TOPK_SAMPLE_VECTORS)
+#define TOPK_SAMPLE_VECTOR(j, inside) \
+  (TOPK_STRETCH_START(j, inside) + (((j) * 0x9e3779b9u) >> 12u) % (TOPK_STRETCH_START((j) + 1u, inside) - TOPK_STRETCH_START(j, inside)))
 #define TOPK_BINS 2048u
 #define TOPK_KEPT_PAGES 128u  /* a Quest row's pages whose tokens all invocations write: budget 2048 in pages of 16 */
 #define TOPK_FIELDS \
@@ -75,25 +89,21 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
   uint k;           \
   uint row_stride;  /* scores per row in the buffer */ \
   uint out_stride;  /* indices per row in the output */ \
-  uint slices;      /* slices per row for topk_histogram / topk_gather; 0: none ran */ \
+  uint slices;      /* topk_long: slices per row (0: one workgroup reads the row) */ \
   /* candidates are pages of page_size tokens (0: not pages), written as */ \
   /* Quest's token list over n_tokens tokens (TopK::record_pages) */ \
   uint page_size;   \
-  uint n_tokens;
+  uint n_tokens;    \
+  /* topk_long: the keys of the sample its threshold must reach, at least */ \
+  /* and at most */ \
+  uint sample_rank; \
+  uint sample_reach;
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
-// A long row's select state, TOPK_STATE_WORDS uint words per row: the level-0
-// window (its first key and log2 of its bins' width), how many keys
-// topk_gather gathered (0: none, as they did not fit), the radix select's
-// progress after level 0 (prefix, mask, remaining; a zero mask when the chosen
-// bin is open-ended), and the level-0 histogram.
-#define TOPK_STATE_BASE 0u
-#define TOPK_STATE_SHIFT 1u
-#define TOPK_STATE_GATHERED 2u
-#define TOPK_STATE_PREFIX 3u
-#define TOPK_STATE_MASK 4u
-#define TOPK_STATE_REMAINING 5u
-#define TOPK_STATE_HISTOGRAM 8u
-#define TOPK_STATE_WORDS (TOPK_STATE_HISTOGRAM + TOPK_BINS)
+// A long row's select state, TOPK_STATE_WORDS uint words per row, zero between
+// uses: the keys its workgroups gathered and how many have finished.
+#define TOPK_STATE_GATHERED 0u
+#define TOPK_STATE_ARRIVED 1u
+#define TOPK_STATE_WORDS 2u
 
 // mean_query.comp: [H, n, d] (storage dtype) -> [H, d] float, the mean over n.
 #define MEAN_QUERY_FIELDS \

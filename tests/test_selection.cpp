@@ -129,7 +129,7 @@ const AttentionShape kGroupOf6{12, 2, 290, 64};  // Fier, Loki and SparQ score 4
 // all) over tiles of 64 keys: 9,000 keys give some workgroups two tiles.
 const AttentionShape kLongGqa{8, 2, 9000, 64};
 // With pages of 2, Quest's later steps rank more pages than topk_row takes
-// (8192, fewer where shared memory is smaller), so topk_finish writes their
+// (8192, fewer where shared memory is smaller), so topk_long writes their
 // pages as tokens; earlier steps, fewer pages, take topk_row's.
 const AttentionShape kManyPages{4, 2, 16500, 32};
 // Quest's page scores take the fewest parts a page (of 2, 4, 8) that make

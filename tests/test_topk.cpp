@@ -102,15 +102,17 @@ TEST_F(TopKRowCapacityTest, EitherSideOfTheRowCapacity) {
   }
 }
 
-// Two selections of different shapes (a long row and a short one) recorded in
-// one pass, and the pass run twice: nothing carries over between them.
+// Two selections of different shapes (a long row, taken in slices, and a short
+// one) recorded in one pass, and the pass run twice: nothing carries over
+// between them, the long rows' arrival counts included.
 class TopKReuseTest : public test::GpuTest {};
 
 TEST_F(TopKReuseTest, RecordedTogetherAndRunTwice) {
   vk::Device& device = test::device();
   std::mt19937 rng(std::random_device{}());
-  TopKInputs first(device, {6, 40000, 2000, 0}, rng), second(device, {3, 5000, 4999, 0}, rng);
+  TopKInputs first(device, {6, 40000, 1000, 0}, rng), second(device, {3, 5000, 4999, 0}, rng);
   TopK topk(device);
+  ASSERT_GT(plan_long_row(first.n, first.k, first.stride, topk.staged_capacity()).slices, 0u);
   vk::Pass pass(device);
   for (TopKInputs* inputs : {&first, &second}) inputs->record(pass, topk);
   for (int run = 0; run < 2; ++run) {
@@ -123,13 +125,13 @@ TEST_F(TopKReuseTest, RecordedTogetherAndRunTwice) {
   }
 }
 
-// Long rows bin their keys over a window made from a sample of the row;
-// keys outside it land in its first or last bin, which are open-ended. Here
-// the row's outliers, which the sample misses, hold T: ten above the window,
-// eleven below it (there the keys never fit, and topk_finish reads the row).
-class TopKWindowTest : public test::GpuTest {};
+// Long rows find a threshold from a sample of the row. Here the row's
+// outliers, of which the sample holds at most one, hold T: ten above the
+// rest, eleven below (there k is too close to n for a sample, and one
+// workgroup reads the row).
+class TopKOutlierTest : public test::GpuTest {};
 
-TEST_F(TopKWindowTest, OutliersBeyondTheSampleHoldT) {
+TEST_F(TopKOutlierTest, OutliersHoldT) {
   vk::Device& device = test::device();
   std::mt19937 rng(std::random_device{}());
   TopK topk(device);
@@ -147,11 +149,11 @@ TEST_F(TopKWindowTest, OutliersBeyondTheSampleHoldT) {
   }
 }
 
-// Long rows gather the keys that can still be selected into topk_finish's
-// shared memory once they fit: `top` keys in one level-0 bin above the rest, of
-// which k are taken. Exactly its capacity is gathered (by topk_gather's slices
-// in a row of 65536, by topk_finish itself in a shorter one); one more is not,
-// and topk_finish reads the row for another level.
+// A row whose k is too close to the staged capacity for a sample
+// (plan_long_row) is read by one workgroup a pass per radix level, its keys
+// gathered into shared memory once they fit: `top` keys in one level-0 bin
+// above the rest, of which k are taken. Exactly the capacity is gathered;
+// one more is not, and the row is read for another level.
 class TopKCapacityTest : public test::GpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
@@ -162,6 +164,7 @@ TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
   for (uint32_t n : {std::max(3 * top, topk.row_capacity() + 1), std::max(3 * top, 65536u)}) {
     SCOPED_TRACE("n " + std::to_string(n));
     TopKInputs inputs(device, {2, n, top - 5, 0}, rng);
+    ASSERT_EQ(plan_long_row(n, inputs.k, inputs.stride, topk.staged_capacity()).slices, 0u);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     for (uint32_t r = 0; r < inputs.rows; ++r)
       for (uint32_t i = 0; i < inputs.n; ++i)  // [2, 2.3) shares its sign, exponent and next two bits
@@ -169,6 +172,61 @@ TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
     inputs.upload();
     inputs.select_and_expect(device, topk);
   }
+}
+
+// A row taken in slices gathers the keys at or above its sample's threshold.
+// Here `top` keys tie at the row's largest score, far more than k, so the
+// threshold is that score and exactly `top` keys are gathered: at the
+// capacity they are staged, one more and the last workgroup reads the row.
+TEST_P(TopKCapacityTest, TiesAtTheSampleThreshold) {
+  vk::Device& device = test::device();
+  std::mt19937 rng(std::random_device{}());
+  TopK topk(device);
+  const uint32_t top = uint32_t(int(topk.staged_capacity()) + GetParam()), n = 65536;
+  TopKInputs inputs(device, {2, n, 100, 0}, rng);
+  ASSERT_GT(plan_long_row(n, inputs.k, inputs.stride, topk.staged_capacity()).slices, 0u);
+  for (uint32_t r = 0; r < inputs.rows; ++r)
+    for (uint32_t i = 0; i < top; ++i) inputs.scores[size_t(r) * inputs.stride + 1 + i * (n / top)] = 5.0f;
+  inputs.upload();
+  inputs.select_and_expect(device, topk);
+}
+
+// The sample's threshold set too high: every sampled score is the row's
+// largest, so fewer than k keys reach it and the last workgroup reads the row.
+// The sample's places come from TOPK_SAMPLE_VECTOR, as in topk_long.
+class TopKSampleTest : public test::GpuTest {};
+
+TEST_F(TopKSampleTest, SampleAboveTheRowsKthKey) {
+  vk::Device& device = test::device();
+  std::mt19937 rng(std::random_device{}());
+  TopK topk(device);
+  const uint32_t n = 40000;
+  TopKInputs inputs(device, {2, n, 1100, 0}, rng);  // 1024 keys reach the threshold, 13
+  ASSERT_GT(plan_long_row(n, inputs.k, inputs.stride, topk.staged_capacity()).slices, 0u);
+  for (uint32_t r = 0; r < inputs.rows; ++r) {
+    const uint32_t start = r * inputs.stride, first = start / 4, inside = (start + n - 1) / 4 - first - 1;
+    for (uint32_t j = 0; j < TOPK_SAMPLE_VECTORS; ++j)
+      for (uint32_t c = 0; c < 4; ++c) inputs.scores[4 * (first + 1 + TOPK_SAMPLE_VECTOR(j, inside)) + c] = 10.0f + float(c);
+  }
+  inputs.upload();
+  inputs.select_and_expect(device, topk);
+}
+
+// How rows are taken: slices of 4096 (8 for an aligned row of 32768, 9 for
+// one that may start mid-vec4), and none where the threshold's keys would
+// not fit the capacity, the row is longer than the slice table or too short
+// for the sample's vec4s.
+TEST(TopKPlan, SlicesWhereTheSampleFits) {
+  const LongRowPlan fier = plan_long_row(32768, 2048, 32768, 4765);
+  EXPECT_EQ(fier.slices, 8u);
+  EXPECT_EQ(fier.sample_rank, 324u);  // the sample expects 256 of the k
+  EXPECT_EQ(plan_long_row(32768, 2048, 32771, 4765).slices, 9u);
+  EXPECT_EQ(plan_long_row(131072, 2048, 131072, 4765).slices, 32u);
+  EXPECT_EQ(plan_long_row(131072, 2048, 131072, 2600).slices, 0u);
+  EXPECT_EQ(plan_long_row(262144, 8192, 262144, 4765).slices, 0u);
+  EXPECT_EQ(plan_long_row(1100000, 100, 1100000, 4765).slices, 0u);
+  EXPECT_EQ(plan_long_row(TOPK_SAMPLE + 7, 10, 5000, 4765).slices, 0u);
+  EXPECT_EQ(plan_long_row(TOPK_SAMPLE + 8, 10, 5000, 4765).slices, 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Boundary, TopKCapacityTest, ::testing::Values(-1, 0, 1),
@@ -181,10 +239,11 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                                            TopKCase{2, 100, 300, 0},                            // k > n
                                            TopKCase{2, 1, 1, 0}, TopKCase{1, 5000, 4096, 3},
                                            TopKCase{1, 262144, 8192, 0},  // the largest the issue asks for
-                                           TopKCase{1, 1100000, 1000, 0},  // more slices than topk_finish places: read by it alone
+                                           TopKCase{1, 1100000, 1000, 0},  // too long for the slice table: one workgroup reads it
                                            TopKCase{2, 70000, 100, 0},
                                            TopKCase{20, 140000, 500, 0},  // 35 slices a row over 18 workgroups: one or two each
                                            TopKCase{3, 70000, 30000, 4},  // ties at T, written from the row
+                                           TopKCase{2, 40000, 100, 4},    // ties at the sample's threshold: too many to gather
                                            TopKCase{2, 9000, 4500, 1},    // every score equal
                                            TopKCase{2, 40000, 1000, 0, 1000.0f},  // level 0 keeps every key; gathered after level 1
                                            TopKCase{40, 2048, 128, 0},    // Quest's pages

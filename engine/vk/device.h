@@ -40,9 +40,9 @@ struct DeviceInfo {
   bool supported = false;  // has what kvscope needs (kDeviceRequirements)
 };
 
-// What `supported` asks of a device, for messages. topk_finish and
-// keydiff_anchor run workgroups of 1024 invocations, more than the 128 Vulkan
-// promises (every desktop driver and lavapipe allow 1024).
+// What `supported` asks of a device, for messages. keydiff_anchor runs
+// workgroups of 1024 invocations, more than the 128 Vulkan promises (every
+// desktop driver and lavapipe allow 1024).
 constexpr uint32_t kMostWorkgroupInvocations = 1024;
 inline constexpr const char* kDeviceRequirements =
     "Vulkan 1.2, VK_KHR_push_descriptor, a compute queue, subgroup arithmetic in compute shaders and workgroups of 1024 "
