@@ -113,6 +113,25 @@ uint fix_digit(inout Select select, uint shift, uint digit_mask) {
   return chosen.z;
 }
 
+// Starts a radix select below the bits that all keys from ~extremes.y to
+// extremes.x share (`extremes`: the largest key and the complement of the
+// smallest), fixing those bits; returns the highest bit still free, -1 when
+// the keys are all equal. Starting there spreads keys of one sign and size
+// over the bins instead of piling them onto a few.
+int fix_shared_bits(inout Select select, uvec2 extremes) {
+  const int top = findMSB(extremes.x ^ ~extremes.y);
+  select.mask = top < 0 ? 0xffffffffu : top == 31 ? 0u : ~((2u << uint(top)) - 1u);
+  select.prefix = extremes.x & select.mask;
+  return top;
+}
+
+// The digit a level fixes when `top` is its highest free bit: up to 11 bits,
+// as (shift, mask).
+uvec2 level_digit(int top) {
+  const uint shift = uint(max(top - 10, 0));
+  return uvec2(shift, (2u << (uint(top) - shift)) - 1u);
+}
+
 void clear_histogram() {
   for (uint b = gl_LocalInvocationIndex; b < TOPK_BINS; b += WORKGROUP) histogram[b] = 0u;
   barrier();
@@ -168,8 +187,7 @@ uvec2 workgroup_max(uvec2 value) {
 // Finishes a radix select among `count` staged candidates that hold the k
 // largest, given `extremes` (the largest key and the complement of the
 // smallest) of those that hold the prefix: the digits start below the bits
-// that all of them share, so that keys of one sign and size spread over the
-// bins instead of piling onto a few; at most three levels. The histogram must
+// that all of them share (fix_shared_bits); at most three levels. The histogram must
 // be clear (clear_histogram once per kernel; fix_digit leaves it so).
 //
 // A level whose chosen bin holds exactly the keys still to take ends the
@@ -179,18 +197,16 @@ uvec2 workgroup_max(uvec2 value) {
 // the bin often holds one key, and a level is ~1.5-2 us of barriers on the
 // H100 (docs/perf.md, session 16).
 Select select_within(uint count, Select select, uvec2 extremes) {
-  int top = findMSB(extremes.x ^ ~extremes.y);  // -1: they are all equal
-  select.mask = top < 0 ? 0xffffffffu : top == 31 ? 0u : ~((2u << uint(top)) - 1u);
-  select.prefix = extremes.x & select.mask;
+  int top = fix_shared_bits(select, extremes);
   while (top >= 0) {
-    const uint shift = uint(max(top - 10, 0)), digit_mask = (2u << (uint(top) - shift)) - 1u;
+    const uvec2 digit = level_digit(top);
     for (uint i = gl_LocalInvocationIndex; i < count; i += WORKGROUP) {
       const uint key = candidate_key(i);
-      if ((key & select.mask) == select.prefix) atomicAdd(histogram[(key >> shift) & digit_mask], 1u);
+      if ((key & select.mask) == select.prefix) atomicAdd(histogram[(key >> digit.x) & digit.y], 1u);
     }
     barrier();
-    const uint in_bin = fix_digit(select, shift, digit_mask);
-    top = in_bin == select.remaining ? -1 : int(shift) - 1;
+    const uint in_bin = fix_digit(select, digit.x, digit.y);
+    top = in_bin == select.remaining ? -1 : int(digit.x) - 1;
   }
   return select;
 }

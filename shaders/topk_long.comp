@@ -85,6 +85,16 @@ Tile load_tile(uint row_start, uint first, uint last) {
 bool tile_has(Tile tile, uint e, uint c) { return (tile.inside & (1u << (4u * e + c))) != 0u; }
 uint tile_key(Tile tile, uint e, uint c) { return orderable(tile.values[e][c]); }
 
+// The tile's keys in the row whose bits under `mask` are at least `lowest`,
+// as bits 4e + c.
+uint tile_take(Tile tile, uint mask, uint lowest) {
+  uint take = 0u;
+  [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
+    [[unroll]] for (uint c = 0u; c < 4u; ++c)
+      if (tile_has(tile, e, c) && (tile_key(tile, e, c) & mask) >= lowest) take |= 1u << (4u * e + c);
+  return take;
+}
+
 uint row_index(uint row_start, uint first, uint e, uint c) {
   return 4u * (first + e * WORKGROUP + gl_LocalInvocationIndex) + c - row_start;
 }
@@ -129,25 +139,22 @@ void load_sample(uvec2 vectors) {
 
 // The least key L of a radix bin that at least pc.sample_rank and at most
 // pc.sample_reach sample keys reach, or the sample's pc.sample_rank-th
-// largest key: select_within's levels over the sample, ended as soon as
-// the chosen bin's keys and those above it are few enough.
+// largest key: select_within's levels over the sample (held in registers, not
+// staged), ended as soon as the chosen bin's keys and those above it are few
+// enough.
 uint sample_threshold() {
   uvec2 extremes = uvec2(0u);
   [[unroll]] for (uint e = 0u; e < SAMPLE_KEYS; ++e) extremes = max(extremes, uvec2(sample_keys[e], ~sample_keys[e]));
-  extremes = workgroup_max(extremes);
-  int top = findMSB(extremes.x ^ ~extremes.y);  // -1: they are all equal
-  Select select;
-  select.mask = top < 0 ? 0xffffffffu : top == 31 ? 0u : ~((2u << uint(top)) - 1u);
-  select.prefix = extremes.x & select.mask;
-  select.remaining = pc.sample_rank;
+  Select select = Select(0u, 0u, pc.sample_rank);
+  int top = fix_shared_bits(select, workgroup_max(extremes));
   while (top >= 0) {
-    const uint shift = uint(max(top - 10, 0)), digit_mask = (2u << (uint(top) - shift)) - 1u;
+    const uvec2 digit = level_digit(top);
     [[unroll]] for (uint e = 0u; e < SAMPLE_KEYS; ++e)
-      if ((sample_keys[e] & select.mask) == select.prefix) atomicAdd(histogram[(sample_keys[e] >> shift) & digit_mask], 1u);
+      if ((sample_keys[e] & select.mask) == select.prefix) atomicAdd(histogram[(sample_keys[e] >> digit.x) & digit.y], 1u);
     barrier();
-    const uint in_bin = fix_digit(select, shift, digit_mask);
+    const uint in_bin = fix_digit(select, digit.x, digit.y);
     const uint reaching = pc.sample_rank - select.remaining + in_bin;  // sample keys at or above the bin's least key
-    top = reaching <= pc.sample_reach ? -1 : int(shift) - 1;
+    top = reaching <= pc.sample_reach ? -1 : int(digit.x) - 1;
   }
   return select.prefix;
 }
@@ -161,10 +168,7 @@ void gather_slices(uint row, uint row_start, uvec2 vectors, uvec2 slices, Tile t
   for (uint slice = slices.x; slice < slices.y; ++slice) {
     const uint first = vectors.x + slice * TILE_VECTORS;
     if (slice != slices.x) tile = load_tile(row_start, first, vectors.y);
-    uint take = 0u;
-    [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
-      [[unroll]] for (uint c = 0u; c < 4u; ++c)
-        if (tile_has(tile, e, c) && tile_key(tile, e, c) >= threshold) take |= 1u << (4u * e + c);
+    const uint take = tile_take(tile, 0xffffffffu, threshold);
     uint positions[VECTORS];
     const uint count = tile_positions(take, positions);
     // The next slice's scan orders its write of `place` after every read of this one's.
@@ -226,10 +230,7 @@ uint gather_row(uint row_start, uvec2 vectors, Select select) {
   uint count = 0u;
   for (uint first = vectors.x; first <= vectors.y; first += TILE_VECTORS) {
     const Tile tile = load_tile(row_start, first, vectors.y);
-    uint take = 0u;
-    [[unroll]] for (uint e = 0u; e < VECTORS; ++e)
-      [[unroll]] for (uint c = 0u; c < 4u; ++c)
-        if (tile_has(tile, e, c) && (tile_key(tile, e, c) & select.mask) >= select.prefix) take |= 1u << (4u * e + c);
+    const uint take = tile_take(tile, select.mask, select.prefix);
     uint positions[VECTORS];
     const uint tile_count = tile_positions(take, positions);
     [[unroll]] for (uint e = 0u; e < VECTORS; ++e) {
