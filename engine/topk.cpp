@@ -17,7 +17,8 @@ constexpr uint32_t kRowWorkgroup = 512, kLongWorkgroup = 512;  // their TOPK_WOR
 // its workgroups each at 72 registers). Every workgroup of a row draws the
 // row's sample and finds its threshold, so fewer of them do less twice: on
 // the H100, Fier's 32 rows of 32k / 128k took 37.4 / 55.4 us at 256, 27.2 /
-// 41.3 at 128 and 30.9 / 58.1 at 64 (docs/perf.md, session 29).
+// 41.3 at 128 and 30.9 / 58.1 at 64 (docs/perf.md, session 29); with the
+// next slice loaded ahead, 36.3 / 51.6, 26.0 / 38.3 and 29.6 / 52.4 (session 30).
 constexpr uint32_t kLongWorkgroupsTarget = 128;
 
 // Shared memory topk_common.glsl declares beside a kernel's own arrays: the

@@ -99,11 +99,11 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
   uint sample_rank; \
   uint sample_reach;
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
-// A long row's select state, TOPK_STATE_WORDS uint words per row, zero between
-// uses: the keys its workgroups gathered and how many have finished.
-#define TOPK_STATE_GATHERED 0u
-#define TOPK_STATE_ARRIVED 1u
-#define TOPK_STATE_WORDS 2u
+// A long row's select state, one uint word per row, zero between uses: the
+// keys its workgroups gathered (at most TOPK_MAX_SLICES * TOPK_SLICE, under
+// TOPK_STATE_ARRIVAL) plus TOPK_STATE_ARRIVAL for each that has finished.
+#define TOPK_STATE_ARRIVAL (1u << 21u)
+#define TOPK_STATE_WORDS 1u
 
 // mean_query.comp: [H, n, d] (storage dtype) -> [H, d] float, the mean over n.
 #define MEAN_QUERY_FIELDS \

@@ -161,19 +161,23 @@ uint sample_threshold() {
 
 // Appends this workgroup's slices' keys at or above `threshold` to the row's
 // gathered list (the first slice's tile already loaded); entries past the
-// list's capacity are counted but not written.
+// list's capacity are counted but not written. The next slice's tile is
+// loaded while this one is gathered: one load in flight at a time left Fier's
+// 32 rows of 128k, 8 slices a workgroup, paying a memory latency a slice.
 shared uint place;
 void gather_slices(uint row, uint row_start, uvec2 vectors, uvec2 slices, Tile tile, uint threshold) {
+  Tile next;
   const uint state = row * TOPK_STATE_WORDS;
   for (uint slice = slices.x; slice < slices.y; ++slice) {
     const uint first = vectors.x + slice * TILE_VECTORS;
-    if (slice != slices.x) tile = load_tile(row_start, first, vectors.y);
+    if (slice != slices.x) tile = next;
+    if (slice + 1u < slices.y) next = load_tile(row_start, first + TILE_VECTORS, vectors.y);
     const uint take = tile_take(tile, 0xffffffffu, threshold);
     uint positions[VECTORS];
     const uint count = tile_positions(take, positions);
     // The next slice's scan orders its write of `place` after every read of this one's.
     if (gl_LocalInvocationIndex == 0u) {
-      place = atomicAdd(select_state[state + TOPK_STATE_GATHERED], count);
+      place = atomicAdd(select_state[state], count) % TOPK_STATE_ARRIVAL;
       slice_table[row * pc.slices + slice] = uvec2(place, count);
     }
     barrier();
@@ -197,10 +201,10 @@ uint arrive(uint row) {
   barrier();
   if (gl_LocalInvocationIndex == 0u) {
     gathered_by_row = ~0u;
-    if (atomicAdd(select_state[state + TOPK_STATE_ARRIVED], 1u) == gl_NumWorkGroups.x - 1u) {
-      memoryBarrierBuffer();
-      gathered_by_row = atomicExchange(select_state[state + TOPK_STATE_GATHERED], 0u);
-      select_state[state + TOPK_STATE_ARRIVED] = 0u;
+    const uint before = atomicAdd(select_state[state], TOPK_STATE_ARRIVAL);
+    if (before / TOPK_STATE_ARRIVAL == gl_NumWorkGroups.x - 1u) {
+      gathered_by_row = before % TOPK_STATE_ARRIVAL;
+      select_state[state] = 0u;
     }
   }
   barrier();
@@ -208,18 +212,34 @@ uint arrive(uint row) {
   return gathered_by_row;
 }
 
-// Copies the `count` gathered keys to `entries` in index order.
+// Copies the `count` gathered keys to `entries` in index order. Each
+// invocation issues COPY_BATCH loads before storing any, the first batch
+// before the slice table's scan: a loop of one load at a time paid an L2
+// latency per WORKGROUP entries.
+const uint COPY_BATCH = 8u;
+void load_entries(uint row, uint first, uint count, out uvec2 batch[COPY_BATCH]) {
+  [[unroll]] for (uint e = 0u; e < COPY_BATCH; ++e)
+    batch[e] = gathered[row * ENTRY_CAPACITY + min(first + e * WORKGROUP + gl_LocalInvocationIndex, count - 1u)];
+}
 void copy_gathered(uint row, uint row_start, uint count) {
   const uint tid = gl_LocalInvocationIndex;
   const uvec2 own = tid < pc.slices ? slice_table[row * pc.slices + tid] : uvec2(0u);
+  uvec2 batch[COPY_BATCH];
+  load_entries(row, 0u, count, batch);
   uvec2 total;
   const uint first = exclusive_scan(uvec2(own.y, 0u), total).x;
   if (tid < pc.slices) slice_places[tid] = uvec2(own.x, first);
   barrier();
-  for (uint i = tid; i < count; i += WORKGROUP) {
-    const uvec2 entry = gathered[row * ENTRY_CAPACITY + i];
-    const uvec2 place = slice_places[((row_start + entry.y) / 4u - row_start / 4u) / (TOPK_SLICE / 4u)];
-    entries[place.y + i - place.x] = entry;
+  for (uint base = 0u;;) {
+    [[unroll]] for (uint e = 0u; e < COPY_BATCH; ++e) {
+      const uint i = base + e * WORKGROUP + tid;
+      const uvec2 entry = batch[e];
+      const uvec2 place = slice_places[((row_start + entry.y) / 4u - row_start / 4u) / (TOPK_SLICE / 4u)];
+      if (i < count) entries[place.y + i - place.x] = entry;
+    }
+    base += COPY_BATCH * WORKGROUP;
+    if (base >= count) break;
+    load_entries(row, base, count, batch);
   }
   barrier();
 }
