@@ -21,6 +21,13 @@ constexpr uint32_t kRowWorkgroup = 512, kLongWorkgroup = 512;  // their TOPK_WOR
 // next slice loaded ahead, 36.3 / 51.6, 26.0 / 38.3 and 29.6 / 52.4 (session 30).
 constexpr uint32_t kLongWorkgroupsTarget = 128;
 
+// A row's select state packs its gathered keys (at most its scores, which
+// plan_long_row's slices bound by TOPK_MAX_SLICES * TOPK_SLICE) under
+// TOPK_STATE_ARRIVAL, and one TOPK_STATE_ARRIVAL per workgroup (at most one a
+// slice) above.
+static_assert(uint64_t(TOPK_MAX_SLICES) * TOPK_SLICE < TOPK_STATE_ARRIVAL);
+static_assert(uint64_t(TOPK_MAX_SLICES + 1) * TOPK_STATE_ARRIVAL <= uint64_t(1) << 32);
+
 // Shared memory topk_common.glsl declares beside a kernel's own arrays: the
 // scan's per-subgroup sums and total, the chosen bin, the histogram, the
 // per-subgroup extremes and (for kernels that select among staged candidates)
