@@ -222,6 +222,7 @@ AttentionTiling Attention::tiling(const AttentionRequest& request) const {
     const uint32_t most = std::min(ceil_div(std::max<uint32_t>(1, slots), kDecodeMinSplitKeys), partial_rows_);
     const uint32_t target = keys_ == Keys::sparse ? kSparseDecodeTargetWorkgroups : kDecodeTargetWorkgroups;
     const uint32_t wanted = std::clamp<uint32_t>(ceil_div(target, groups), 1, most);
+    // A split's share of the slots; the kernel deals its passes out in turn.
     t.split_keys = ceil_div(passes, wanted) * t.key_tile;
     t.splits = ceil_div(std::max<uint32_t>(1, slots), t.split_keys);
     return t;

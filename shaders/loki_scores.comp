@@ -33,7 +33,6 @@ shared float head_q[HEADS_AT_ONCE * HEAD_DIM];
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
   const uint tid = gl_LocalInvocationIndex, tiles = (pc.n_candidates + 127u) / 128u;
-  const uvec2 range = workgroup_tiles(tiles);
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint i = tid; i < HEADS_AT_ONCE * HEAD_DIM; i += 128u) {
@@ -48,7 +47,8 @@ void main() {
       group_query[c][slot] = sum;
     }
     barrier();
-    for (uint tile = range.x; tile < range.y; ++tile) {
+    // Tiles dealt out in turn among the KV head's workgroups (kTileWalkersPerKvHead says why).
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
       const uint j = tile * 128u + tid;
       if (j >= pc.n_candidates) break;
       vec4 score = vec4(0.0);

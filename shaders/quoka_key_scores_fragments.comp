@@ -83,11 +83,14 @@ void main() {
   const uint subgroup = gl_SubgroupID, lane = gl_SubgroupInvocationID, g = lane / 4u, t = lane % 4u;
   const uint n_aggregates = pc.aggregate_max != 0u ? (pc.n_heads / pc.n_kv_heads) * pc.n_keep : pc.n_keep;
   const uint n_tiles = (pc.n_candidates + KEYS - 1u) / KEYS;
-  const uint tiles_per_group = (n_tiles + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
-  const uint tile_begin = gl_WorkGroupID.x * tiles_per_group, tile_end = min(tile_begin + tiles_per_group, n_tiles);
+  // The workgroups of a KV head deal out its tiles (workgroup w takes tiles w,
+  // w + workgroups, ...), so that they read one stretch of keys together;
+  // contiguous runs of tiles were 1-1.5 us slower on the H100 (docs/perf.md,
+  // session 31).
+  const uint tile_step = gl_NumWorkGroups.x;
 
   uvec4 next0[LANE_PIECES], next1[LANE_PIECES];  // keys g and g + 8 of the next fragment
-  const uint first_key = tile_begin * KEYS + subgroup * FRAGMENT;
+  const uint first_key = gl_WorkGroupID.x * KEYS + subgroup * FRAGMENT;
   fetch_key(kv_head, first_key + g, t, next0);
   fetch_key(kv_head, first_key + g + 8u, t, next1);
 
@@ -106,14 +109,14 @@ void main() {
   }
   barrier();
 
-  for (uint tile = tile_begin; tile < tile_end; ++tile) {
+  for (uint tile = gl_WorkGroupID.x; tile < n_tiles; tile += tile_step) {
     uvec4 key0[LANE_PIECES], key1[LANE_PIECES];
     [[unroll]] for (uint m = 0u; m < LANE_PIECES; ++m) {
       key0[m] = next0[m];
       key1[m] = next1[m];
     }
-    if (tile + 1u < tile_end) {
-      const uint next_key = (tile + 1u) * KEYS + subgroup * FRAGMENT;
+    if (tile + tile_step < n_tiles) {
+      const uint next_key = (tile + tile_step) * KEYS + subgroup * FRAGMENT;
       fetch_key(kv_head, next_key + g, t, next0);
       fetch_key(kv_head, next_key + g + 8u, t, next1);
     }

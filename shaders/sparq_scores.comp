@@ -34,7 +34,6 @@ shared vec4 kept_query[HEAD_DIM];   // the same on each head's kept channels, 0 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads, tid = gl_LocalInvocationIndex;
   const uint tiles = (pc.n_candidates + 127u) / 128u;
-  const uvec2 range = workgroup_tiles(tiles);
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint c = tid; c < HEAD_DIM; c += 128u) {
@@ -54,7 +53,8 @@ void main() {
       kept_query[c] = mix(vec4(0.0), q, lessThan(rank, uvec4(pc.r)));
     }
     barrier();
-    for (uint tile = range.x; tile < range.y; ++tile) {
+    // Tiles dealt out in turn among the KV head's workgroups (kTileWalkersPerKvHead says why).
+    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
       const uint key = tile * 128u + tid;
       if (key >= pc.n_candidates) break;
       vec4 score = vec4(0.0);

@@ -47,12 +47,12 @@ TEST_F(LoopLimitTest, LoopsEndWhereTheDeviceInfoSays) {
   EXPECT_EQ(iterations(100, inner), whole_outers * inner + (limit - whole_outers * (inner + 2)));
 }
 
-// Loki's and SparQ's score kernels share each KV head's tiles of 128 keys among
-// tile_walkers workgroups, evenly (workgroup_tiles): under a loop limit no
-// workgroup may take more than max_tiles, so more of them walk.
+// Loki's and SparQ's score kernels deal each KV head's tiles of 128 keys out
+// among tile_walkers workgroups in turn: under a loop limit no workgroup may
+// take more than max_tiles, so more of them walk.
 TEST(TileWalkers, NoWalkPastMaxTiles) {
   EXPECT_EQ(tile_walkers(300, 0), 3u);                        // a tile each
-  EXPECT_EQ(tile_walkers(128 * 1000, 0), kTileWalkersPerKvHead);  // ranges of 7-8 tiles
+  EXPECT_EQ(tile_walkers(128 * 1000, 0), kTileWalkersPerKvHead);  // 7-8 tiles a walker
   for (uint32_t tiles : {1u, 127u, 1000u, 100000u})
     for (uint32_t max_tiles : {1u, 3u, 8u, 500u}) {
       const uint32_t walkers = tile_walkers(128 * tiles, max_tiles);
