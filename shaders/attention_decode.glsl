@@ -108,10 +108,10 @@ void main() {
 #endif
   // The splits deal out the slots a pass at a time (split s takes passes s,
   // s + n_splits, ...), so that a head's splits read one stretch of K and V
-  // together: as contiguous runs, 64 splits of dense decode read 64 stretches
-  // at once and `dense_partial` ran at 96% of a plain streaming read's rate
-  // (H100 dense decode 62.0 -> 60.7 us at 32k, 195.4 -> 191.8 at 128k;
-  // sparse lists unchanged; docs/perf.md, session 31).
+  // together. As contiguous runs, dense decode's 64 splits a head read 64
+  // stretches at once and took 7.6 / 14.9 us longer than a plain read of the
+  // same bytes at 32k / 128k on the H100; dealt out, the step went 62.0 ->
+  // 60.7 us and 195.4 -> 191.7 (sparse lists unchanged; docs/perf.md, session 31).
   const uint slot_step = pc.n_splits * KEY_GROUPS * UNROLL;
   const uint slot_begin = split * KEY_GROUPS * UNROLL, slot_end = slots;
 
