@@ -23,7 +23,7 @@ layout(push_constant) uniform KeyDiffPush { KEYDIFF_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
-#include "keydiff_rounds.glsl"
+#include "key_rounds.glsl"
 
 shared float partial_squares[THREADS * UNROLL];  // [round key][chunk]
 shared float inverse_norm[ROUND_KEYS];

@@ -22,7 +22,7 @@ layout(push_constant) uniform KeyDiffPush { KEYDIFF_FIELDS } pc;
 
 DEFINE_LOAD8(load_key, keys)
 
-#include "keydiff_rounds.glsl"
+#include "key_rounds.glsl"
 
 shared float anchor_tile[HEAD_DIM];
 shared float anchor_norm;

@@ -34,6 +34,14 @@ const uint PAGES = 128u / PARTS, TILE = 8u, BATCH = 4u;
 shared float batch_query[BATCH * HEAD_DIM];
 shared float part_bound[BATCH][128];
 
+// The bounds of channels c .. c + TILE - 1 of this invocation's page, raw.
+void load_tile(uint base, uint c, out uvec2 raw[TILE]) {
+  [[unroll]] for (uint i = 0u; i < TILE; ++i) {
+    const uint at = (base + (c + i) * pc.n_pages) * PAIR_WORDS;
+    raw[i] = uvec2(minmax[at], PAIR_WORDS == 2u ? minmax[at + 1u] : 0u);
+  }
+}
+
 void main() {
   const uint part = gl_LocalInvocationIndex / PAGES, page = gl_WorkGroupID.x * PAGES + gl_LocalInvocationIndex % PAGES;
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads;
@@ -41,6 +49,10 @@ void main() {
   float aggregate = pc.aggregate == AGGREGATE_MEAN ? 0.0 : LOWEST_FLOAT;   // the page's part 0 holds it
   for (uint batch = 0u; batch < group; batch += BATCH) {
     const uint batch_heads = min(BATCH, group - batch);
+    // Each tile's loads are issued before the previous tile is used, the first
+    // before the queries are waited on, so that loads wait in pairs.
+    uvec2 next[TILE];
+    if (part * TILE < HEAD_DIM) load_tile(base, part * TILE, next);
     barrier();
     for (uint e = gl_LocalInvocationIndex; e < batch_heads * HEAD_DIM; e += gl_WorkGroupSize.x)
       batch_query[e] = head_query(kv_head * group + batch + e / HEAD_DIM, e % HEAD_DIM);
@@ -48,11 +60,9 @@ void main() {
     float bound[BATCH];
     [[unroll]] for (uint h = 0u; h < BATCH; ++h) bound[h] = 0.0;
     for (uint c = part * TILE; c < HEAD_DIM; c += PARTS * TILE) {  // d is a multiple of 8
-      vec2 bounds[TILE];   // loads issued before any is used
-      [[unroll]] for (uint i = 0u; i < TILE; ++i) {
-        const uint at = (base + (c + i) * pc.n_pages) * PAIR_WORDS;
-        bounds[i] = unpack_pair(uvec2(minmax[at], PAIR_WORDS == 2u ? minmax[at + 1u] : 0u));
-      }
+      vec2 bounds[TILE];
+      [[unroll]] for (uint i = 0u; i < TILE; ++i) bounds[i] = unpack_pair(next[i]);
+      if (c + PARTS * TILE < HEAD_DIM) load_tile(base, c + PARTS * TILE, next);
       [[unroll]] for (uint h = 0u; h < BATCH; ++h) {
         if (h < batch_heads) {
           [[unroll]] for (uint i = 0u; i < TILE; ++i) {

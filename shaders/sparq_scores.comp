@@ -1,15 +1,15 @@
 #version 460
-// SparQ step 1: per query head, approximate scores from the r query components
-// of largest magnitude (ties toward the lower channel): s_j = sum_{c in R} q_c k_{j,c}.
-// A workgroup scores a range of tiles of 128 keys of one KV head for every
-// query head of its group, four heads at a time: it finds the heads' kept
-// channels once, then each invocation reads its key once for the four and sums
-// q_c k_{j,c} with their kept components (0 elsewhere), one vec4 per channel in
-// shared memory, as fier_approx_scores does. On the H100 at 128k: 429 us with a
-// workgroup per query head and tile, each key read once per head (20% of
-// read); 323 us with a workgroup per tile and KV head finding the kept
-// channels in each; 169 us so (docs/perf.md, session 18).
+// SparQ step 2: per query head, approximate scores from the r query components
+// of largest magnitude: s_j = sum_{c in R} q_c k_{j,c}, with the kept queries of
+// sparq_kept_query. A workgroup walks tiles of 128 keys of one KV head for
+// every query head of its group, four heads at a time, and reads its keys as
+// KeyDiff does (key_rounds.glsl): an invocation owns 8 channels of a key, so a
+// warp's loads are whole key rows, and a round's partial products for the four
+// heads meet in shared memory while the next round's loads are in flight. An
+// invocation reading its own key's 16-byte pieces in turn touched half of each
+// 32-byte sector a load (docs/perf.md, session 32).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
 
 layout(constant_id = 0) const uint HEAD_DIM = 128;
@@ -21,50 +21,69 @@ layout(local_size_x = 128) in;
 
 layout(push_constant) uniform SparqPush { SPARQ_FIELDS } pc;
 
-#include "head_query.glsl"
-layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };             // [G, T, d]
-layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };        // [H, row_stride]
+layout(std430, binding = 0) readonly buffer KeptQuery { vec4 kept_query[]; };  // [G, head passes, d]
+layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };            // [G, T, d]
+layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };       // [H, row_stride]
 
 DEFINE_LOAD8(load_key, keys)
 
+#include "key_rounds.glsl"
+
 const uint HEADS_AT_ONCE = 4u;
-shared vec4 group_query[HEAD_DIM];  // channel c of heads first .. first + 3 (0 past the group)
-shared vec4 kept_query[HEAD_DIM];   // the same on each head's kept channels, 0 elsewhere
+const uint TILE = 128u;
+const uint ROUNDS_PER_TILE = (TILE + ROUND_KEYS - 1u) / ROUND_KEYS;
+const uint PARTIAL_STRIDE = ROUND_KEYS + 1u;  // a chunk's row of keys, padded so a head's sums read distinct banks
+shared float partial[HEADS_AT_ONCE * CHUNKS * PARTIAL_STRIDE];  // [head][chunk][round key]
+
+// The run of keys that step `step` of this workgroup's walk reads: its tile's
+// first key and key count, and the round's first key in the tile.
+uvec3 walk_step(uint step) {
+  const uint tile = gl_WorkGroupID.x + (step / ROUNDS_PER_TILE) * gl_NumWorkGroups.x;
+  const uint first = tile * TILE;
+  return uvec3(first, min(TILE, pc.n_candidates - first), (step % ROUNDS_PER_TILE) * ROUND_KEYS);
+}
 
 void main() {
   const uint kv_head = gl_WorkGroupID.y, group = pc.n_heads / pc.n_kv_heads, tid = gl_LocalInvocationIndex;
-  const uint tiles = (pc.n_candidates + 127u) / 128u;
-  for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
-    barrier();
-    for (uint c = tid; c < HEAD_DIM; c += 128u) {
-      vec4 q = vec4(0.0);
-      for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j) q[j] = head_query(kv_head * group + first + j, c);
-      group_query[c] = q;
-    }
-    barrier();
-    // Channel c's rank by magnitude among each head's channels, four heads at once.
-    for (uint c = tid; c < HEAD_DIM; c += 128u) {
-      const vec4 q = group_query[c], magnitude = abs(q);
-      uvec4 rank = uvec4(0u);
-      for (uint other = 0u; other < HEAD_DIM; ++other) {
-        const vec4 m = abs(group_query[other]);
-        rank += uvec4(greaterThan(m, magnitude)) + (other < c ? uvec4(equal(m, magnitude)) : uvec4(0u));
+  const uint tiles = (pc.n_candidates + TILE - 1u) / TILE;
+  // Tiles dealt out in turn among the KV head's workgroups (kTileWalkersPerKvHead says why).
+  const uint my_tiles = (tiles - gl_WorkGroupID.x + gl_NumWorkGroups.x - 1u) / gl_NumWorkGroups.x;
+  const uint steps = my_tiles * ROUNDS_PER_TILE;
+  const uint chunk = key_chunk(), lane = key_lane();
+  const bool has_lane = has_key_lane();
+  const uint passes = (group + HEADS_AT_ONCE - 1u) / HEADS_AT_ONCE;
+  for (uint pass = 0u; pass < passes; ++pass) {
+    const uint first_head = pass * HEADS_AT_ONCE;
+    uvec4 raw_a[UNROLL], raw_b[UNROLL];
+    uvec3 run = walk_step(0u);
+    if (steps > 0u) load_round(kv_head, run.x, run.y, run.z, raw_a, raw_b);
+    vec4 kept[8];  // this invocation's chunk of the kept queries
+    [[unroll]] for (uint c = 0u; c < 8u; ++c) kept[c] = kept_query[(kv_head * passes + pass) * HEAD_DIM + chunk * 8u + c];
+
+    for (uint step = 0u; step < steps; ++step) {
+      [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
+        const uint key = lane + LANES * u;
+        vec4 lo = vec4(0), hi = vec4(0);
+        if (run.z + key < run.y) unpack8(raw_a[u], raw_b[u], lo, hi);
+        vec4 product = vec4(0.0);
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) product += kept[c] * lo[c] + kept[4u + c] * hi[c];
+        if (has_lane)
+          [[unroll]] for (uint j = 0u; j < HEADS_AT_ONCE; ++j) partial[(j * CHUNKS + chunk) * PARTIAL_STRIDE + key] = product[j];
       }
-      kept_query[c] = mix(vec4(0.0), q, lessThan(rank, uvec4(pc.r)));
-    }
-    barrier();
-    // Tiles dealt out in turn among the KV head's workgroups (kTileWalkersPerKvHead says why).
-    for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
-      const uint key = tile * 128u + tid;
-      if (key >= pc.n_candidates) break;
-      vec4 score = vec4(0.0);
-      for (uint chunk = 0u; chunk < HEAD_DIM / 8u; ++chunk) {
-        vec4 lo, hi;
-        load_key((kv_head * pc.n_tokens + key) * HEAD_DIM + chunk * 8u, lo, hi);
-        for (uint c = 0u; c < 4u; ++c) score += kept_query[chunk * 8u + c] * lo[c] + kept_query[chunk * 8u + 4u + c] * hi[c];
+      const uvec3 done = run;
+      if (step + 1u < steps) {
+        run = walk_step(step + 1u);
+        load_round(kv_head, run.x, run.y, run.z, raw_a, raw_b);
       }
-      for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j)
-        scores[(kv_head * group + first + j) * pc.row_stride + key] = score[j];
+      barrier();
+      for (uint i = tid; i < HEADS_AT_ONCE * ROUND_KEYS; i += THREADS) {
+        const uint j = i / ROUND_KEYS, key = i % ROUND_KEYS;
+        if (first_head + j >= group || done.z + key >= done.y) continue;
+        float score = 0.0;
+        for (uint c = 0u; c < CHUNKS; ++c) score += partial[(j * CHUNKS + c) * PARTIAL_STRIDE + key];
+        scores[(kv_head * group + first_head + j) * pc.row_stride + done.x + done.z + key] = score;
+      }
+      barrier();
     }
   }
 }

@@ -53,6 +53,7 @@ TEST_F(LoopLimitTest, LoopsEndWhereTheDeviceInfoSays) {
 TEST(TileWalkers, NoWalkPastMaxTiles) {
   EXPECT_EQ(tile_walkers(300, 0), 3u);                        // a tile each
   EXPECT_EQ(tile_walkers(128 * 1000, 0), kTileWalkersPerKvHead);  // 7-8 tiles a walker
+  EXPECT_EQ(tile_walkers(128 * 1000, 0, 64), 64u);                // SparQ's cap
   for (uint32_t tiles : {1u, 127u, 1000u, 100000u})
     for (uint32_t max_tiles : {1u, 3u, 8u, 500u}) {
       const uint32_t walkers = tile_walkers(128 * tiles, max_tiles);

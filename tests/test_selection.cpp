@@ -189,7 +189,8 @@ std::vector<MethodCase> method_cases() {
     cases.push_back({"sparq", mode, kGroupOf6, DType::f16, 50, ""});  // 4 heads at once: a full and a partial pass
     cases.push_back({"loki", mode, kGqa128, DType::f32, 64, "r4"});
     cases.push_back({"loki", mode, kGroupOf6, DType::f16, 50, ""});  // 4 heads at once: a full and a partial pass
-    // 129 tiles of 128 keys a KV head over loki_scores' and sparq_scores' 128 workgroups: one takes two.
+    // 129 tiles of 128 keys a KV head: over loki_scores' 128 workgroups one
+    // takes two; over sparq_scores' 64, one takes three.
     cases.push_back({"loki", mode, kManyPages, DType::f16, 64, "r4"});
     cases.push_back({"sparq", mode, kManyPages, DType::f16, 64, "r5"});
     cases.push_back({"snapkv", mode, kGqa, DType::f16, 16, ""});  // decode: a budget inside the window
@@ -320,6 +321,13 @@ MethodOptions quoka_options(bool max, uint32_t n_q = 8) {
   return o;
 }
 
+MethodOptions rank_options(uint32_t sparq_r, uint32_t loki_r) {
+  MethodOptions o;
+  o.sparq_r = sparq_r;
+  o.loki_r = loki_r;
+  return o;
+}
+
 class ScoresTest : public test::GpuTest, public ::testing::WithParamInterface<ScoresCase> {};
 
 TEST_P(ScoresTest, MatchFloat64) {
@@ -336,6 +344,8 @@ TEST_P(ScoresTest, MatchFloat64) {
     std::vector<std::vector<double>> want;
     std::vector<double> query_gaps;  // QuoKA: rows whose kept queries float32 may pick otherwise are left out
     if (c.method == "fier") want = reference::fier_scores(host, c.options, block);
+    if (c.method == "sparq") want = reference::sparq_scores(host, c.options, block);
+    if (c.method == "loki") want = reference::loki_scores(host, c.options, block);
     if (c.method == "quoka") {
       for (uint32_t g = 0; g < c.shape.kv_heads; ++g) want.push_back(reference::quoka_scores(host, c.options, block, g));
       query_gaps = reference::quoka_decision_gaps(host, c.options, block, UINT32_MAX);
@@ -396,6 +406,21 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"quoka_mean_bf16", "quoka", {8, 4, 1300, 64}, DType::bf16, Mode::prefill, quoka_options(false)},
         // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
         // a budget above the 32 recent keys, so that some are scored.
+        // SparQ: rounds of 32 keys at d = 128, of 100 at d = 40 (a tile's second
+        // round part-filled); groups of 6, two passes of four heads. Prefill
+        // keeps every channel, so that no near-tie of the fp32 mean query's
+        // magnitudes can pick other channels than the float64 one's.
+        ScoresCase{"sparq_d128", "sparq", {8, 2, 301, 128}, DType::f16, Mode::decode, rank_options(32, 32)},
+        ScoresCase{"sparq_group6_bf16", "sparq", {12, 2, 290, 64}, DType::bf16, Mode::decode, rank_options(20, 32)},
+        ScoresCase{"sparq_d40", "sparq", {4, 2, 319, 40}, DType::f16, Mode::decode, rank_options(12, 32)},
+        ScoresCase{"sparq_prefill", "sparq", {8, 2, 301, 64}, DType::f16, Mode::prefill, rank_options(64, 32)},
+        // Loki: a rank of 40 (a full batch of 32 components and a part one, two
+        // rounds of the queries' projection), groups of 6; d = 96 at rank 80
+        // (three batches; a quarter of d is 24 terms: a full batch of 16 and a
+        // part one).
+        ScoresCase{"loki_rank40_group6", "loki", {12, 2, 290, 64}, DType::f16, Mode::decode, rank_options(32, 40)},
+        ScoresCase{"loki_d96_f32", "loki", {8, 2, 301, 96}, DType::f32, Mode::decode, rank_options(32, 80)},
+        ScoresCase{"loki_prefill", "loki", {8, 2, 301, 64}, DType::f16, Mode::prefill, rank_options(32, 32)},
         ScoresCase{"snapkv", "snapkv", {8, 2, 301, 64}, DType::f16, Mode::decode, {}, 48},
         ScoresCase{"snapkv_prefill_bf16", "snapkv", {8, 4, 330, 128}, DType::bf16, Mode::prefill, {}},
         // Up to 1400 rows a KV head, whose tiles straddle the two heads; tiles

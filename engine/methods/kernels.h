@@ -44,13 +44,13 @@ inline uint32_t units_within_loop_limit(const vk::Device& device, uint64_t itera
   return uint32_t(std::max<uint64_t>(1, left / iterations));
 }
 
-// Score kernels whose workgroups each walk tiles of 128 keys of one KV head, so
-// that what a workgroup prepares first (Loki's projected queries, SparQ's kept
-// channels) serves many tiles: at most this many a KV head, 1024 in all at 8
-// KV heads. The walkers deal the tiles out in turn (walker w takes tiles w,
-// w + walkers, ...), so that a KV head's walkers read one stretch of keys
-// together: a contiguous range each made SparQ's scores 168.7 us against 162.0
-// at 128k on the H100 (docs/perf.md, session 31).
+// Score kernels whose workgroups each walk tiles of 128 keys of one KV head
+// (SparQ's, Loki's), so that what a workgroup loads first (the kept or
+// projected queries of its pass) serves many tiles: at most this many a KV
+// head by default, 1024 in all at 8 KV heads. The walkers deal the tiles out in
+// turn (walker w takes tiles w, w + walkers, ...), so that a KV head's walkers
+// read one stretch of keys together: a contiguous range each made SparQ's
+// scores 168.7 us against 162.0 at 128k on the H100 (docs/perf.md, session 31).
 constexpr uint32_t kTileWalkersPerKvHead = 128;
 
 // Query heads these score kernels (and fier_approx_scores) take at a time,
@@ -58,10 +58,11 @@ constexpr uint32_t kTileWalkersPerKvHead = 128;
 constexpr uint32_t kHeadsAtOnce = 4;
 inline uint64_t head_passes(const AttentionShape& shape) { return ceil_div(shape.heads / shape.kv_heads, kHeadsAtOnce); }
 
-// The walkers a KV head's `candidates` get: more where a walk would take more
-// than `max_tiles` (units_within_loop_limit of a tile's iterations; 0: no limit).
-inline uint32_t tile_walkers(uint32_t candidates, uint32_t max_tiles) {
-  const uint32_t tiles = ceil_div(candidates, 128), walkers = std::min(tiles, kTileWalkersPerKvHead);
+// The walkers a KV head's `candidates` get, at most `per_kv_head`: more where
+// a walk would take more than `max_tiles` (units_within_loop_limit of a tile's
+// iterations; 0: no limit).
+inline uint32_t tile_walkers(uint32_t candidates, uint32_t max_tiles, uint32_t per_kv_head = kTileWalkersPerKvHead) {
+  const uint32_t tiles = ceil_div(candidates, 128), walkers = std::min(tiles, per_kv_head);
   return max_tiles == 0 ? walkers : std::max(walkers, ceil_div(tiles, max_tiles));
 }
 

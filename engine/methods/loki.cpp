@@ -4,6 +4,7 @@
 #include "../shaders/layouts.h"
 #include "error.h"
 #include "loki_project_keys.spv.h"
+#include "loki_project_query.spv.h"
 #include "loki_scores.spv.h"
 #include "methods/kernels.h"
 #include "methods/mean_query.h"
@@ -15,14 +16,14 @@ namespace kv {
 namespace {
 
 // loki_scores' loop iterations an invocation, exit tests included, as lavapipe
-// counts them (vk::DeviceInfo::loop_limit): per pass of four heads, loading
-// their queries and projecting them (d terms per component), and per pass and
-// tile of tokens, the rank's components.
+// counts them (vk::DeviceInfo::loop_limit), counting the unrolled loops too:
+// per pass of four heads, staging their projected queries, and per pass and
+// tile of tokens, the rank's components in batches of 32.
 uint64_t loki_setup_iterations(const AttentionShape& s, uint32_t rank) {
-  return head_passes(s) * (ceil_div(kHeadsAtOnce * s.dim, 128) + 1 + (ceil_div(kHeadsAtOnce * rank, 128) + 1) * (s.dim + 1) + 1);
+  return head_passes(s) * (1 + ceil_div(rank, 128) + 1) + 1;
 }
 uint64_t loki_tile_iterations(const AttentionShape& s, uint32_t rank) {
-  return head_passes(s) * (1 + rank + 1 + kHeadsAtOnce + 1);
+  return head_passes(s) * (1 + (ceil_div(rank, 32) + 1) * (1 + 2 * (32 + 1)) + kHeadsAtOnce + 1);
 }
 
 // loki_scores walks tile_walkers' tiles of 128 keys, an invocation a key, and
@@ -45,11 +46,14 @@ class Loki final : public Method {
         mean_query_(device, layer),
         project_kernel_(make_layer_kernel<layouts::LokiPush>(device, "loki_project_keys", loki_project_keys_spirv, 3,
                                                              layer.shape, layer.dtype)),
-        scores_kernel_(make_layer_kernel<layouts::LokiPush>(device, "loki_scores", loki_scores_spirv, 4, layer.shape,
+        project_query_kernel_(make_layer_kernel<layouts::LokiPush>(device, "loki_project_query",
+                                                                   loki_project_query_spirv, 3, layer.shape, layer.dtype)),
+        scores_kernel_(make_layer_kernel<layouts::LokiPush>(device, "loki_scores", loki_scores_spirv, 3, layer.shape,
                                                             layer.dtype)),
         topk_(device),
         basis_(device, size_t(layer.shape.kv_heads) * rank_ * layer.shape.dim * 4),
         projected_(device, size_t(layer.shape.kv_heads) * ceil_div(layer.shape.tokens, LOKI_TILE) * LOKI_TILE * rank_ * 4),
+        projected_query_(device, size_t(layer.shape.kv_heads) * head_passes(layer.shape) * rank_ * 16),
         scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
         max_tiles_(units_within_loop_limit(device, loki_tile_iterations(layer.shape, rank_),
                                            loki_setup_iterations(layer.shape, rank_))) {
@@ -81,7 +85,9 @@ class Loki final : public Method {
     const uint32_t candidates = block.candidates();
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::LokiPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, rank_, query.raw_query};
-    pass.dispatch(scores_kernel_, {query.buffer, &basis_, &projected_, &scores_}, push,
+    pass.dispatch(project_query_kernel_, {query.buffer, &basis_, &projected_query_}, push, uint32_t(head_passes(s)),
+                  s.kv_heads, 1, "query_projection");
+    pass.dispatch(scores_kernel_, {&projected_query_, &projected_, &scores_}, push,
                   tile_walkers(candidates, max_tiles_), s.kv_heads, 1, "subspace_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
@@ -90,9 +96,9 @@ class Loki final : public Method {
   const GpuLayer& layer_;
   uint32_t rank_;
   MeanQuery mean_query_;
-  vk::Kernel project_kernel_, scores_kernel_;
+  vk::Kernel project_kernel_, project_query_kernel_, scores_kernel_;
   TopK topk_;
-  vk::Buffer basis_, projected_, scores_;
+  vk::Buffer basis_, projected_, projected_query_, scores_;
   uint32_t max_tiles_;  // a walker's tiles under the device's loop limit; 0: none
   std::vector<vk::StageTime> build_times_;
 };

@@ -4,6 +4,7 @@
 #include "methods/kernels.h"
 #include "methods/mean_query.h"
 #include "methods/registry.h"
+#include "sparq_kept_query.spv.h"
 #include "sparq_scores.spv.h"
 #include "topk.h"
 
@@ -11,16 +12,26 @@ namespace kv {
 namespace {
 
 // sparq_scores' loop iterations an invocation, exit tests included, as
-// lavapipe counts them (vk::DeviceInfo::loop_limit): per pass of four heads,
-// finding the kept channels (a loop over this invocation's channels, each
-// ranked against all d), and per pass and tile of keys, its d / 8 pieces.
+// lavapipe counts them (vk::DeviceInfo::loop_limit), counting the unrolled
+// loops too: per pass of four heads, the first round's loads and the kept
+// queries, and per pass and tile of keys, its rounds (key_rounds.glsl): loads,
+// partial products, and the sums of the round's keys over their d / 8 chunks.
 uint64_t sparq_setup_iterations(const AttentionShape& s) {
-  const uint64_t channels = ceil_div(s.dim, 128) + 1;
-  return head_passes(s) * (channels * (kHeadsAtOnce + 1) + channels * (s.dim + 1) + 1);
+  const uint64_t unroll = 4;
+  return head_passes(s) * (1 + (unroll + 1) + 9) + 1;
 }
 uint64_t sparq_tile_iterations(const AttentionShape& s) {
-  return head_passes(s) * (1 + (s.dim / 8 + 1) * (4 + 1) + kHeadsAtOnce + 1);
+  const uint32_t chunks = s.dim / 8, unroll = 4, round_keys = (128 / chunks) * unroll;
+  const uint32_t rounds = ceil_div(128, round_keys), sums = ceil_div(kHeadsAtOnce * round_keys, 128);
+  const uint64_t round = 1 + (unroll + 1) * 2 + unroll * (5 + kHeadsAtOnce + 1) + (sums + 1) + sums * (chunks + 1);
+  return head_passes(s) * rounds * round;
 }
+
+// sparq_scores' walkers a KV head: its rounds keep four heads' partial sums in
+// shared memory, and half of kTileWalkersPerKvHead, walking twice as far, took
+// 105.5 us at 128k on the H100 against 112.8 (19.9 against 22.0 at 16k;
+// docs/perf.md, session 32).
+constexpr uint32_t kSparqWalkersPerKvHead = 64;
 
 class Sparq final : public Method {
  public:
@@ -28,9 +39,12 @@ class Sparq final : public Method {
       : layer_(layer),
         r_(options.sparq_r),
         mean_query_(device, layer),
+        kept_kernel_(make_layer_kernel<layouts::SparqPush>(device, "sparq_kept_query", sparq_kept_query_spirv, 2,
+                                                           layer.shape, layer.dtype)),
         scores_kernel_(make_layer_kernel<layouts::SparqPush>(device, "sparq_scores", sparq_scores_spirv, 3, layer.shape,
                                                              layer.dtype)),
         topk_(device),
+        kept_query_(device, size_t(layer.shape.kv_heads) * head_passes(layer.shape) * layer.shape.dim * 16),
         scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
         max_tiles_(units_within_loop_limit(device, sparq_tile_iterations(layer.shape), sparq_setup_iterations(layer.shape))) {}
 
@@ -45,8 +59,10 @@ class Sparq final : public Method {
     const uint32_t candidates = block.candidates();
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     const layouts::SparqPush push{s.heads, s.kv_heads, s.tokens, candidates, s.tokens, r_, query.raw_query};
-    pass.dispatch(scores_kernel_, {query.buffer, &layer_.keys, &scores_}, push,
-                  tile_walkers(candidates, max_tiles_), s.kv_heads, 1, "partial_scores");
+    pass.dispatch(kept_kernel_, {query.buffer, &kept_query_}, push, uint32_t(head_passes(s)), s.kv_heads, 1,
+                  "kept_channels");
+    pass.dispatch(scores_kernel_, {&kept_query_, &layer_.keys, &scores_}, push,
+                  tile_walkers(candidates, max_tiles_, kSparqWalkersPerKvHead), s.kv_heads, 1, "partial_scores");
     topk_.record(pass, scores_, s.heads, candidates, s.tokens, budget, indices, budget);
   }
 
@@ -54,9 +70,9 @@ class Sparq final : public Method {
   const GpuLayer& layer_;
   uint32_t r_;
   MeanQuery mean_query_;
-  vk::Kernel scores_kernel_;
+  vk::Kernel kept_kernel_, scores_kernel_;
   TopK topk_;
-  vk::Buffer scores_;
+  vk::Buffer kept_query_, scores_;
   uint32_t max_tiles_;  // a walker's tiles under the device's loop limit; 0: none
 };
 

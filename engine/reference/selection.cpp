@@ -195,22 +195,8 @@ Selection streaming(const HostLayer& l, const MethodOptions& o, const Block& blo
 }
 
 Selection sparq(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
   Selection s;
-  for (uint32_t h = 0; h < l.shape.heads; ++h) {
-    const Vector q = mean_query(l, h, block);
-    std::vector<uint32_t> channels(d);
-    std::iota(channels.begin(), channels.end(), 0u);
-    std::stable_sort(channels.begin(), channels.end(),
-                     [&](uint32_t a, uint32_t b) { return std::abs(q[a]) > std::abs(q[b]); });
-    channels.resize(std::min(o.sparq_r, d));
-    Vector scores(n, 0.0);
-    for (uint32_t j = 0; j < n; ++j) {
-      const float* k = row(l.k, h / l.shape.group(), T, j, d);
-      for (uint32_t c : channels) scores[j] += q[c] * k[c];
-    }
-    s.push_back(top_k(scores, budget));
-  }
+  for (const Vector& scores : sparq_scores(l, o, block)) s.push_back(top_k(scores, budget));
   return s;
 }
 
@@ -255,27 +241,8 @@ Selection window_method(const HostLayer& l, const MethodOptions& o, const Block&
 }
 
 Selection loki(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), rank = std::min(o.loki_r, d);
-  std::vector<std::vector<double>> bases;
-  for (uint32_t g = 0; g < l.shape.kv_heads; ++g)
-    bases.push_back(principal_components(std::span(l.k).subspan(size_t(g) * T * d, size_t(T) * d), T, d, rank));
   Selection s;
-  for (uint32_t h = 0; h < l.shape.heads; ++h) {
-    const uint32_t g = h / l.shape.group();
-    const Vector q = mean_query(l, h, block);
-    Vector projected_query(rank, 0.0), scores(n, 0.0);
-    for (uint32_t c = 0; c < rank; ++c)
-      for (uint32_t x = 0; x < d; ++x) projected_query[c] += bases[g][size_t(c) * d + x] * q[x];
-    for (uint32_t j = 0; j < n; ++j) {
-      const float* k = row(l.k, g, T, j, d);
-      for (uint32_t c = 0; c < rank; ++c) {
-        double projected_key = 0;
-        for (uint32_t x = 0; x < d; ++x) projected_key += bases[g][size_t(c) * d + x] * k[x];
-        scores[j] += projected_query[c] * projected_key;
-      }
-    }
-    s.push_back(top_k(scores, budget));
-  }
+  for (const Vector& scores : loki_scores(l, o, block)) s.push_back(top_k(scores, budget));
   return s;
 }
 
@@ -389,6 +356,50 @@ std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOpt
           per_head.push_back(score);
         }
         scores[j] = aggregate(per_head, o.gqa_agg);
+      }
+    }
+  }
+  return rows;
+}
+
+std::vector<std::vector<double>> sparq_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
+  std::vector<Vector> rows;
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const Vector q = mean_query(l, h, block);
+    std::vector<uint32_t> channels(d);
+    std::iota(channels.begin(), channels.end(), 0u);
+    std::stable_sort(channels.begin(), channels.end(),
+                     [&](uint32_t a, uint32_t b) { return std::abs(q[a]) > std::abs(q[b]); });
+    channels.resize(std::min(o.sparq_r, d));
+    Vector& scores = rows.emplace_back(n, 0.0);
+    for (uint32_t j = 0; j < n; ++j) {
+      const float* k = row(l.k, h / l.shape.group(), T, j, d);
+      for (uint32_t c : channels) scores[j] += q[c] * k[c];
+    }
+  }
+  return rows;
+}
+
+std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), rank = std::min(o.loki_r, d);
+  std::vector<std::vector<double>> bases;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g)
+    bases.push_back(principal_components(std::span(l.k).subspan(size_t(g) * T * d, size_t(T) * d), T, d, rank));
+  std::vector<Vector> rows;
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const uint32_t g = h / l.shape.group();
+    const Vector q = mean_query(l, h, block);
+    Vector projected_query(rank, 0.0);
+    Vector& scores = rows.emplace_back(n, 0.0);
+    for (uint32_t c = 0; c < rank; ++c)
+      for (uint32_t x = 0; x < d; ++x) projected_query[c] += bases[g][size_t(c) * d + x] * q[x];
+    for (uint32_t j = 0; j < n; ++j) {
+      const float* k = row(l.k, g, T, j, d);
+      for (uint32_t c = 0; c < rank; ++c) {
+        double projected_key = 0;
+        for (uint32_t x = 0; x < d; ++x) projected_key += bases[g][size_t(c) * d + x] * k[x];
+        scores[j] += projected_query[c] * projected_key;
       }
     }
   }

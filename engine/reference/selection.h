@@ -33,6 +33,11 @@ std::vector<double> quoka_scores(const HostLayer& layer, const MethodOptions& op
 // (query head, or KV head aggregated over its heads): what its top-k ranks.
 std::vector<std::vector<double>> fier_scores(const HostLayer& layer, const MethodOptions& options, const Block& block);
 
+// SparQ's and Loki's approximate scores of the candidates, per query head:
+// what their top-k ranks.
+std::vector<std::vector<double>> sparq_scores(const HostLayer& layer, const MethodOptions& options, const Block& block);
+std::vector<std::vector<double>> loki_scores(const HostLayer& layer, const MethodOptions& options, const Block& block);
+
 // SnapKV, H2O or SampleAttention's scores of KV head `kv_head` for `budget`:
 // its candidates before the recent ones, SnapKV's average-pooled. What its top-k ranks.
 std::vector<double> window_scores(const HostLayer& layer, const std::string& method, const MethodOptions& options,
