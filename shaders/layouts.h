@@ -220,8 +220,9 @@ KV_PUSH_STRUCT(StreamingPush, STREAMING_FIELDS)
   uint row_stride;
 KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
 
-// sparq_scores.comp: per query head, q . k_j over the r channels of the largest
-// |q_c| (ties toward the lower channel).
+// sparq_kept_query.comp: per KV head and pass of four query heads, their
+// queries on the r channels of the largest |q_c| (ties toward the lower
+// channel), 0 elsewhere; sparq_scores.comp: per query head, q . k_j over them.
 #define SPARQ_FIELDS \
   uint n_heads;      \
   uint n_kv_heads;   \
@@ -264,7 +265,8 @@ KV_PUSH_STRUCT(RecentPush, RECENT_FIELDS)
 // loki_project_keys.comp (once per cache): K~ = U K^T with the basis U [G,
 // rank, d], in tiles of LOKI_TILE tokens: [G, ceil(T / LOKI_TILE), rank,
 // LOKI_TILE] floats, so that the tile loki_scores.comp reads at a time is one
-// contiguous run; loki_scores.comp: per query head, (U q) . K~_j over the candidates.
+// contiguous run; loki_project_query.comp: per KV head and pass of four query
+// heads, U q; loki_scores.comp: per query head, (U q) . K~_j over the candidates.
 #define LOKI_MAX_BASIS 8192u /* rank x d floats in shared memory */
 #define LOKI_TILE 128u
 #define LOKI_PROJECTED_AT(kv_head, component, token, rank, n_tokens) \
