@@ -16,7 +16,6 @@ layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(local_size_x = 128) in;
 
-#include "common.glsl"
 #include "load.glsl"
 
 layout(push_constant) uniform SparqPush { SPARQ_FIELDS } pc;
