@@ -10,7 +10,8 @@
 //
 // A token's components are loaded in batches, every load unconditional (past
 // the rank they repeat the last component, weighed 0), so that none waits on
-// a branch (docs/perf.md, session 32).
+// a branch: loads behind `c < rank` took this loop 133.8 us at 128k on the
+// H100, unconditional ones 57.2 (docs/perf.md, session 32).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
