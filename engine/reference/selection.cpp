@@ -386,6 +386,16 @@ std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOpt
   std::vector<std::vector<double>> bases;
   for (uint32_t g = 0; g < l.shape.kv_heads; ++g)
     bases.push_back(principal_components(std::span(l.k).subspan(size_t(g) * T * d, size_t(T) * d), T, d, rank));
+  // U_g k_j of every candidate, once per KV head for all of its query heads.
+  std::vector<Vector> projected_keys;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
+    Vector& projected = projected_keys.emplace_back(size_t(n) * rank, 0.0);
+    for (uint32_t j = 0; j < n; ++j) {
+      const float* k = row(l.k, g, T, j, d);
+      for (uint32_t c = 0; c < rank; ++c)
+        for (uint32_t x = 0; x < d; ++x) projected[size_t(j) * rank + c] += bases[g][size_t(c) * d + x] * k[x];
+    }
+  }
   std::vector<Vector> rows;
   for (uint32_t h = 0; h < l.shape.heads; ++h) {
     const uint32_t g = h / l.shape.group();
@@ -394,14 +404,8 @@ std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOpt
     Vector& scores = rows.emplace_back(n, 0.0);
     for (uint32_t c = 0; c < rank; ++c)
       for (uint32_t x = 0; x < d; ++x) projected_query[c] += bases[g][size_t(c) * d + x] * q[x];
-    for (uint32_t j = 0; j < n; ++j) {
-      const float* k = row(l.k, g, T, j, d);
-      for (uint32_t c = 0; c < rank; ++c) {
-        double projected_key = 0;
-        for (uint32_t x = 0; x < d; ++x) projected_key += bases[g][size_t(c) * d + x] * k[x];
-        scores[j] += projected_query[c] * projected_key;
-      }
-    }
+    for (uint32_t j = 0; j < n; ++j)
+      for (uint32_t c = 0; c < rank; ++c) scores[j] += projected_query[c] * projected_keys[g][size_t(j) * rank + c];
   }
   return rows;
 }
