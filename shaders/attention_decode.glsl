@@ -58,8 +58,18 @@ void load_slots(uint slot0, uint slot_end, uint list, uint kv_head, uint key_lim
     [[unroll]] for (uint i = 0; i < PER_LANE; ++i) {
       const uint chunk = lane + i * LANES;
       k[u][i][0] = k[u][i][1] = v[u][i][0] = v[u][i][1] = uvec4(0);
+#if KEY_LIST
       if (key[u] >= 0 && chunk < CHUNKS) {
         const uint e = (kv_head * pc.n_tokens + uint(key[u])) * HEAD_DIM + chunk * 8u;
+#else
+      // Dense keys load whatever the slot: a slot past the causal limit loads
+      // key 0, which gets weight 0. Without the condition `dense_partial` went
+      // from 185.7-186.1 to 184.7-185.0 us at 128k on the H100; the lists'
+      // keys gained nothing and QuoKA decode's lost 0.3 us, so they keep it
+      // (docs/perf.md, session 33).
+      if (chunk < CHUNKS) {
+        const uint e = (kv_head * pc.n_tokens + uint(max(key[u], 0))) * HEAD_DIM + chunk * 8u;
+#endif
         load_key_raw(e, k[u][i][0], k[u][i][1]);
         load_value_raw(e, v[u][i][0], v[u][i][1]);
       }

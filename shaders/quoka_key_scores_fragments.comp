@@ -62,10 +62,12 @@ shared uvec4 aggregate_lo[FRAGMENT * ROW_PIECES];
 // lane's piece piece / 4, which is the key's piece 4 (piece / 4) + t.
 uint physical_channel(uint piece, uint u) { return 8u * (4u * (piece / 4u) + u / 2u) + 2u * (piece % 4u) + u % 2u; }
 
-// This lane's pieces of key `key` (zeros past the candidates).
+// This lane's pieces of key `key`. A key past the candidates loads the last
+// candidate instead, whose scores are not stored: loads behind a condition
+// took 0.4-1.2 us longer on the H100 (docs/perf.md, session 33).
 void fetch_key(uint kv_head, uint key, uint t, out uvec4 pieces[LANE_PIECES]) {
   [[unroll]] for (uint m = 0u; m < LANE_PIECES; ++m)
-    pieces[m] = key < pc.n_candidates ? keys[(kv_head * pc.n_tokens + key) * CHUNKS + 4u * m + t] : uvec4(0);
+    pieces[m] = keys[(kv_head * pc.n_tokens + min(key, max(pc.n_candidates, 1u) - 1u)) * CHUNKS + 4u * m + t];
 }
 
 float squares(uvec4 pieces[LANE_PIECES]) {
