@@ -17,8 +17,8 @@ namespace {
 // queries, and per pass and tile of keys, its rounds (key_rounds.glsl): loads,
 // partial products, and the sums of the round's keys over their d / 8 chunks.
 uint64_t sparq_setup_iterations(const AttentionShape& s) {
-  const uint64_t unroll = 4;
-  return head_passes(s) * (1 + (unroll + 1) + 9) + 1;
+  const uint64_t unroll = 4, chunk_channels = 8;  // key_rounds.glsl's unroll; the kept values an invocation loads
+  return head_passes(s) * (1 + (unroll + 1) + (chunk_channels + 1)) + 1;
 }
 uint64_t sparq_tile_iterations(const AttentionShape& s) {
   const uint32_t chunks = s.dim / 8, unroll = 4, round_keys = (128 / chunks) * unroll;
