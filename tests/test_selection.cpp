@@ -404,8 +404,6 @@ INSTANTIATE_TEST_SUITE_P(
         // One aggregate a KV head, on the tensor cores where quoka_key_scores_fragments runs.
         ScoresCase{"quoka_decode_d128", "quoka", {8, 2, 1300, 128}, DType::f16, Mode::decode, quoka_options(false), 16, true},
         ScoresCase{"quoka_mean_bf16", "quoka", {8, 4, 1300, 64}, DType::bf16, Mode::prefill, quoka_options(false)},
-        // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
-        // a budget above the 32 recent keys, so that some are scored.
         // SparQ: rounds of 32 keys at d = 128, of 100 at d = 40 (a tile's second
         // round part-filled); groups of 6, two passes of four heads. Prefill
         // keeps every channel, so that no near-tie of the fp32 mean query's
@@ -421,6 +419,8 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"loki_rank40_group6", "loki", {12, 2, 290, 64}, DType::f16, Mode::decode, rank_options(32, 40)},
         ScoresCase{"loki_d96_f32", "loki", {8, 2, 301, 96}, DType::f32, Mode::decode, rank_options(32, 80)},
         ScoresCase{"loki_prefill", "loki", {8, 2, 301, 64}, DType::f16, Mode::prefill, rank_options(32, 32)},
+        // 128 window rows a KV head (two row tiles), keys in two splits, pooled;
+        // a budget above the 32 recent keys, so that some are scored.
         ScoresCase{"snapkv", "snapkv", {8, 2, 301, 64}, DType::f16, Mode::decode, {}, 48},
         ScoresCase{"snapkv_prefill_bf16", "snapkv", {8, 4, 330, 128}, DType::bf16, Mode::prefill, {}},
         // Up to 1400 rows a KV head, whose tiles straddle the two heads; tiles
