@@ -104,9 +104,7 @@ void main() {
   for (uint first = 0u; first < group; first += HEADS_AT_ONCE) {
     barrier();
     for (uint c = gl_LocalInvocationIndex; c < HEAD_DIM; c += 128u) {
-      vec4 q = vec4(0.0);
-      for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j) q[j] = head_query(kv_head * group + first + j, c);
-      group_query[c] = q;
+      group_query[c] = four_head_queries(kv_head * group + first, (kv_head + 1u) * group, c);
     }
     barrier();
     vec4 score = vec4(0.0), score_next = vec4(0.0);

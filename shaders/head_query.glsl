@@ -11,3 +11,12 @@ float head_query(uint head, uint channel) {
   if (pc.raw_query == 0u || ELEMENT_TYPE == ELEMENT_F32) return uintBitsToFloat(head_query_words[e]);
   return element_in_word(head_query_words[e / 2u], e);
 }
+
+// Channel `channel` of heads [first_head, first_head + 4) as one vec4, 0 for
+// heads from end_head on: how the kernels that score four heads at once stage
+// a group's queries.
+vec4 four_head_queries(uint first_head, uint end_head, uint channel) {
+  vec4 q = vec4(0.0);
+  for (uint j = 0u; j < 4u && first_head + j < end_head; ++j) q[j] = head_query(first_head + j, channel);
+  return q;
+}

@@ -43,9 +43,7 @@ void main() {
   float b[BATCH];
   load_batch(kv_head, 0u, 0u, b);
   for (uint x = tid; x < HEAD_DIM; x += 128u) {
-    vec4 q = vec4(0.0);
-    for (uint slot = 0u; slot < HEADS_AT_ONCE && first + slot < group; ++slot) q[slot] = head_query(kv_head * group + first + slot, x);
-    head_q[x] = q;
+    head_q[x] = four_head_queries(kv_head * group + first, (kv_head + 1u) * group, x);
   }
   barrier();
   for (uint round_first = 0u; round_first < pc.rank; round_first += 128u / PARTS) {

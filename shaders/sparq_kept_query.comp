@@ -31,9 +31,7 @@ void main() {
   const uint pass = gl_WorkGroupID.x, kv_head = gl_WorkGroupID.y, tid = gl_LocalInvocationIndex;
   const uint group = pc.n_heads / pc.n_kv_heads, first = pass * HEADS_AT_ONCE;
   for (uint c = tid; c < HEAD_DIM; c += 512u) {
-    vec4 q = vec4(0.0);
-    for (uint j = 0u; j < HEADS_AT_ONCE && first + j < group; ++j) q[j] = head_query(kv_head * group + first + j, c);
-    group_query[c] = q;
+    group_query[c] = four_head_queries(kv_head * group + first, (kv_head + 1u) * group, c);
   }
   barrier();
   // Channel c's rank by magnitude among each head's channels, four heads at once.
