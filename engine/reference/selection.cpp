@@ -138,36 +138,50 @@ Selection quoka(const HostLayer& l, const MethodOptions& o, const Block& block, 
   return s;
 }
 
+// Quest's scores of one row's whole pages: those before the page holding the
+// block's last candidate, which is kept unscored.
+Vector quest_page_scores(const HostLayer& l, const MethodOptions& o, const Block& block,
+                         const std::vector<uint32_t>& heads) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, P = o.page_size;
+  const uint32_t g = heads.front() / l.shape.group(), last_page = (block.candidates() - 1) / P;
+  std::vector<Vector> queries;
+  for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
+  Vector page_scores(last_page);
+  for (uint32_t p = 0; p < last_page; ++p) {
+    Vector high(d, -INFINITY), low(d, INFINITY);
+    for (uint32_t j = p * P; j < (p + 1) * P; ++j)
+      for (uint32_t c = 0; c < d; ++c) {
+        high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
+        low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
+      }
+    Vector per_head;
+    for (const Vector& q : queries) {
+      double u = 0;
+      for (uint32_t c = 0; c < d; ++c) u += std::max(q[c] * high[c], q[c] * low[c]);
+      per_head.push_back(u);
+    }
+    page_scores[p] = aggregate(per_head, o.gqa_agg);
+  }
+  return page_scores;
+}
+
+// The pages Quest keeps besides the last one.
+uint32_t quest_kept_pages(const MethodOptions& o, uint32_t budget) {
+  return budget / o.page_size > 1 ? budget / o.page_size - 1 : 0;
+}
+
 Selection quest(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), P = o.page_size;
+  const uint32_t n = block.candidates(), P = o.page_size;
   Selection s;
   for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
     if (n <= budget) {
       s.push_back(all_of(n));
       continue;
     }
-    const uint32_t g = heads.front() / l.shape.group(), last = n - 1, last_page = last / P;
-    std::vector<Vector> queries;
-    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
-    Vector page_scores(last_page);
-    for (uint32_t p = 0; p < last_page; ++p) {
-      Vector high(d, -INFINITY), low(d, INFINITY);
-      for (uint32_t j = p * P; j < (p + 1) * P; ++j)
-        for (uint32_t c = 0; c < d; ++c) {
-          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
-          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
-        }
-      Vector per_head;
-      for (const Vector& q : queries) {
-        double u = 0;
-        for (uint32_t c = 0; c < d; ++c) u += std::max(q[c] * high[c], q[c] * low[c]);
-        per_head.push_back(u);
-      }
-      page_scores[p] = aggregate(per_head, o.gqa_agg);
-    }
-    const uint32_t kept = budget / P > 1 ? budget / P - 1 : 0;
+    const uint32_t last = n - 1, last_page = last / P;
+    const Vector page_scores = quest_page_scores(l, o, block, heads);
     std::vector<int32_t> tokens;
-    for (int32_t p : top_k(page_scores, kept))
+    for (int32_t p : top_k(page_scores, quest_kept_pages(o, budget)))
       for (uint32_t j = p * P; j < (p + 1) * P; ++j) tokens.push_back(int32_t(j));
     for (uint32_t j = last_page * P; j <= last; ++j) tokens.push_back(int32_t(j));
     s.push_back(tokens);
@@ -438,6 +452,22 @@ std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOpti
       std::sort(cosine.begin(), cosine.end());
       gaps[g] = std::min(gaps[g], cosine[options.n_q] - cosine[options.n_q - 1]);
     }
+  }
+  return gaps;
+}
+
+std::vector<double> quest_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
+                                        uint32_t budget) {
+  std::vector<double> gaps;
+  for (const std::vector<uint32_t>& heads : row_heads(layer.shape, options.gqa_agg)) {
+    gaps.push_back(INFINITY);
+    if (block.candidates() <= budget) continue;
+    Vector scores = quest_page_scores(layer, options, block, heads);
+    const uint32_t kept = quest_kept_pages(options, budget);
+    if (kept == 0 || kept >= scores.size()) continue;
+    std::sort(scores.begin(), scores.end(), std::greater<>());
+    const double larger = std::max(std::abs(scores[kept - 1]), std::abs(scores[kept]));
+    gaps.back() = larger > 0 ? (scores[kept - 1] - scores[kept]) / larger : 0.0;
   }
   return gaps;
 }

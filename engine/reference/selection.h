@@ -51,6 +51,13 @@ std::vector<double> window_scores(const HostLayer& layer, const std::string& met
 std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
                                         uint32_t budget);
 
+// Quest decides once per row: which pages score highest. Per row, the gap
+// between the page scores on either side of the cut, relative to the larger
+// (infinity where nothing is cut): where it is near float32 rounding, a
+// float32 implementation may rightly keep the other page, 16 tokens at once.
+std::vector<double> quest_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
+                                        uint32_t budget);
+
 struct HeadMetrics {
   double coverage = 0, recall = 0, output_error = 0;
   double needle_recall = -1;  // -1: no needle token among the candidates
