@@ -131,6 +131,26 @@ int time_step_in_own_process(const GlobalOptions& global, const std::vector<std:
   return 0;
 }
 
+// The shape and method parameters the rows were timed at, so that a script
+// comparing them with other measurements (tools/bench_torch.py) can check it
+// compares the same step.
+nlohmann::json config_json(const BenchConfig& config, const std::string& dtype) {
+  const char* gqa_agg[] = {"head", "max", "mean"};  // HeadAggregate's order
+  return {{"heads", config.heads},
+          {"kv_heads", config.kv_heads},
+          {"dim", config.dim},
+          {"dtype", dtype},
+          {"budget", config.budget},
+          {"prefill_budget", config.prefill_budget},
+          {"chunk", config.chunk},
+          {"repeat", config.repeat},
+          {"page_size", config.options.page_size},
+          {"group_size", config.options.group_size},
+          {"n_q", config.options.n_q},
+          {"quoka_group", config.options.quoka_max ? "max" : "mean"},
+          {"gqa_agg", gqa_agg[int(config.options.gqa_agg)]}};
+}
+
 void print_report(const BenchConfig& config, const std::string& dtype, const BenchReport& report, bool kernel_stats,
                   bool statistics_offered, const std::string& json_path) {
   const BenchResult& r = report.result;
@@ -146,6 +166,7 @@ void print_report(const BenchConfig& config, const std::string& dtype, const Ben
   nlohmann::json json = {{"device", r.device}, {"read_gb_per_s", r.read_gigabytes_per_second},
                          {"dispatch_floor_us", r.dispatch_floor_milliseconds * 1e3},
                          {"timed_dispatch_floor_us", r.timed_dispatch_floor_milliseconds * 1e3},
+                         {"config", config_json(config, dtype)},
                          {"rows", nlohmann::json::array()}};
   // --skip-calibration measures no read bandwidth: no fraction of it ("-", null).
   const bool calibrated = r.read_gigabytes_per_second > 0;

@@ -53,6 +53,9 @@ expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safet
 expect 0 "bench at two small sizes" -- "$kvscope" --debug-sync bench --lengths 256,512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
 grep -q '"read_gb_per_s"' "$work/b.json" && grep -q '"per_copy_us"' "$work/b.json" ||
   { echo "FAIL: bench --json lacks read_gb_per_s or per_copy_us"; failures=$((failures + 1)); }
+# The shape it timed, for scripts that set it beside other measurements (tools/bench_torch.py).
+grep -q '"kv_heads": 2' "$work/b.json" && grep -q '"prefill_budget": 64' "$work/b.json" ||
+  { echo "FAIL: bench --json lacks its config"; failures=$((failures + 1)); }
 # Each of the 13 default steps at each of the 2 lengths ran in a process of its own; all rows came back.
 [ "$(grep -c '"stage": "total"' "$work/b.json")" = 26 ] ||
   { echo "FAIL: bench --json lacks a step's total row"; failures=$((failures + 1)); }

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ clang libclang-rt-14-dev make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
-          nlohmann-json3-dev libgtest-dev libimgui-dev libglfw3-dev libstb-dev xvfb xauth fonts-dejavu-core)
+          nlohmann-json3-dev libgtest-dev libimgui-dev libglfw3-dev libstb-dev xvfb xauth fonts-dejavu-core python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
