@@ -356,8 +356,14 @@ def main():
         torch.cuda.empty_cache()
 
     if totals is not None:
+        rows = comparison(measurements, totals)
         print()
-        print(format_comparison(comparison(measurements, totals)))
+        print(format_comparison(rows))
+        compared = {(row[0], row[1]) for row in rows}
+        unmatched = sorted({f"{m['what']} at {m['tokens']}" for m in measurements
+                            if (m["what"], m["tokens"]) not in compared})
+        if unmatched:
+            print("not compared (an error above, or no kvscope total at that length): " + ", ".join(unmatched))
     return 0
 
 
