@@ -60,7 +60,9 @@ const uint QUERY_PIECES = CHUNKS / 2u;
 // rounds, before the key loop.
 shared uvec4 tile[2u * KEY_TILE * ROW_PIECES];
 shared float scores_tile[SUBGROUPS * FRAGMENT * S_STRIDE];  // per subgroup: two O fragments
+#if KEY_LIST
 shared int tile_keys[KEY_TILE];
+#endif
 
 // Loads this invocation's share of the key and value rows of the KEY_TILE slots
 // from slot0 into registers: invocation i's pieces k < KEY_PIECES are the keys'
@@ -156,6 +158,13 @@ void main() {
 #endif
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
+#if !KEY_LIST
+  // A dense row sees the split's keys below this. Its keys are their slots,
+  // so the mask needs no tile_keys: 16 shared-memory reads a lane a tile
+  // fewer took the H100's dense chunk from 483-488 to 466-469 us at 32k
+  // (docs/perf.md, session 35).
+  const uint visible_end[2] = {min(slot_end, limit[0]), min(slot_end, limit[1])};
+#endif
 
   int next_keys[KEY_PIECES];
   uvec4 next_pieces[PIECES];
@@ -165,7 +174,9 @@ void main() {
       const uint i = tid + gl_WorkGroupSize.x * (k % KEY_PIECES), kk = i / CHUNKS, chunk = i % CHUNKS;
       if (i >= TILE_PIECES) continue;
       tile[((k < KEY_PIECES ? 0u : KEY_TILE) + kk) * ROW_PIECES + chunk] = next_pieces[k];
+#if KEY_LIST
       if (k < KEY_PIECES && chunk == 0u) tile_keys[kk] = next_keys[k];
+#endif
     }
     barrier();
     // The next tile's loads are issued now and stored at the next iteration, so
@@ -187,8 +198,14 @@ void main() {
     float tile_max[2] = {LOWEST_FLOAT, LOWEST_FLOAT};
     [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j)
       [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-        const int key = tile_keys[j * FRAGMENT + 2u * t + (i & 1u) + 8u * ((i >> 1u) & 1u)];
-        const float score = key >= 0 && uint(key) < limit[i >> 2u] ? s[j][i] * pc.scale_log2 : LOWEST_FLOAT;
+        const uint column = j * FRAGMENT + 2u * t + (i & 1u) + 8u * ((i >> 1u) & 1u);
+#if KEY_LIST
+        const int key = tile_keys[column];
+        const bool visible = key >= 0 && uint(key) < limit[i >> 2u];
+#else
+        const bool visible = slot0 + column < visible_end[i >> 2u];  // the key is its slot
+#endif
+        const float score = visible ? s[j][i] * pc.scale_log2 : LOWEST_FLOAT;
         s[j][i] = score;
         tile_max[i >> 2u] = max(tile_max[i >> 2u], score);
       }
