@@ -199,17 +199,20 @@ def main():
 
         return replay, graphs
 
+    def quest_tokens(bound, budget, page):
+        """The tokens [G, r, n] of the top pages by bound [G, r, P], plus the last page (always kept)."""
+        kept = torch.topk(bound[:, :, :-1], max(budget // page - 1, 1), dim=-1).indices  # [G, r, kp]
+        last = torch.full_like(kept[..., :1], bound.shape[-1] - 1)
+        pages = torch.cat([kept, last], -1)
+        return (pages[..., None] * page + torch.arange(page, device=bound.device)).flatten(-2)
+
     def quest_decode(q, k, v, pages_max, pages_min, budget, page):
         """q [1,H,1,d]; pages_* [1,G,P,d]. Page bound scores, top pages plus the last, gather, SDPA."""
         H, G = q.shape[1], k.shape[1]
         r = H // G
         qg = q[0, :, 0].view(G, r, -1)                                              # [G, r, d]
         bound = torch.maximum(qg[:, :, None, :] * pages_max[0, :, None], qg[:, :, None, :] * pages_min[0, :, None]).sum(-1)
-        scored = bound[:, :, :-1]                                                   # the last page is always kept
-        kept = torch.topk(scored, max(budget // page - 1, 1), dim=-1).indices       # [G, r, kp]
-        last = torch.full_like(kept[..., :1], bound.shape[-1] - 1)
-        pages = torch.cat([kept, last], -1)
-        tokens = (pages[..., None] * page + torch.arange(page, device=q.device)).flatten(-2)  # [G, r, n]
+        tokens = quest_tokens(bound, budget, page)                                  # [G, r, n]
         idx = tokens.reshape(H, -1)[None, :, :, None].expand(-1, -1, -1, k.shape[-1])
         kh = k.repeat_interleave(r, 1).gather(2, idx)
         vh = v.repeat_interleave(r, 1).gather(2, idx)
@@ -230,11 +233,7 @@ def main():
         qg = q[0, :, 0].view(G, r, -1)
         bound = torch.matmul(qg.clamp(min=0), pages_max[0].transpose(1, 2)) + \
             torch.matmul(qg.clamp(max=0), pages_min[0].transpose(1, 2))               # [G, r, P]
-        kept = torch.topk(bound[:, :, :-1], max(budget // page - 1, 1), dim=-1).indices
-        last = torch.full_like(kept[..., :1], bound.shape[-1] - 1)
-        pages = torch.cat([kept, last], -1)
-        tokens = (pages[..., None] * page + torch.arange(page, device=q.device)).flatten(-2)
-        kh, vh = gather_per_kv_head(k, v, tokens)
+        kh, vh = gather_per_kv_head(k, v, quest_tokens(bound, budget, page))
         return F.scaled_dot_product_attention(q, kh, vh)
 
     def fier_decode(q, k, v, k_tilde, budget):
