@@ -149,12 +149,11 @@ void main() {
 #if KEY_LIST
   const uint slots = pc.list_length + pc.own_count;
 #else
-  uint slots = 0u;
-  for (uint r = 0u; r < ROWS; ++r) {
-    uint key_limit, output_row_r;
-    tile_row(r, query_tile, list, block, key_limit, output_row_r);
-    slots = max(slots, key_limit);
-  }
+  // The tile's largest causal limit, that of its last query (tile_row): a
+  // lane walking all ROWS rows for it, integer divisions each, took ~13k
+  // cycles a workgroup (the H100's 8k dense chunk 138-140 -> 133-134 us,
+  // docs/perf.md, session 36).
+  const uint slots = pc.first_position + min(pc.n_queries, (query_tile + 1u) * pc.queries_per_tile);
 #endif
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
