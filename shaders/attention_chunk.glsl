@@ -82,6 +82,91 @@ void fetch_tile(uint list, uint kv_head, uint slot0, uint slot_end, out int tile
   }
 }
 
+void stage_key(uint row, int key) {
+#if KEY_LIST
+  tile_keys[row] = key;
+#endif
+}
+
+// Whether the key at `column` of the tile from slot0 is visible to a row with
+// that limit (KEY_LIST) or that end of its visible slots (dense: a key is its slot).
+bool key_visible(uint slot0, uint column, uint row_limit, uint row_visible_end) {
+#if KEY_LIST
+  const int key = tile_keys[column];
+  return key >= 0 && uint(key) < row_limit;
+#else
+  return slot0 + column < row_visible_end;
+#endif
+}
+
+// The key loop over the tiles from FIRST to END (a multiple of KEY_TILE
+// apart, or END = slot_end), each tile staged from the registers the previous
+// one loaded, its next tile's loads issued (hidden behind this tile's work;
+// one load latency a tile otherwise dominated it: docs/perf.md, session 5),
+// then S = Q K^T on tensor cores, the online softmax and O += P V. MASKED
+// compiles the causal mask in; a tile every key of which every row sees
+// skips it. A macro, not a function: the loop's code is the same as written
+// inline (functions with the fragments as parameters took the H100's dense
+// chunk from 459 to 528-580 us, docs/perf.md, session 36).
+#define KEY_LOOP(FIRST, END, MASKED) \
+  for (uint slot0 = FIRST; slot0 < END; slot0 += KEY_TILE) { \
+    [[unroll]] for (uint k = 0u; k < PIECES; ++k) { \
+      const uint i = tid + gl_WorkGroupSize.x * (k % KEY_PIECES), kk = i / CHUNKS, chunk = i % CHUNKS; \
+      if (i >= TILE_PIECES) continue; \
+      tile[((k < KEY_PIECES ? 0u : KEY_TILE) + kk) * ROW_PIECES + chunk] = next_pieces[k]; \
+      if (k < KEY_PIECES && chunk == 0u) stage_key(kk, next_keys[k]); \
+    } \
+    barrier(); \
+    if (slot0 + KEY_TILE < slot_end) fetch_tile(list, kv_head, slot0 + KEY_TILE, slot_end, next_keys, next_pieces); \
+ \
+    FLOAT_FRAGMENT s[KEY_BLOCKS]; \
+    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) { \
+      s[j] = FLOAT_FRAGMENT(0.0); \
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) { \
+        HALF_FRAGMENT k; \
+        coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true); \
+        s[j] = coopMatMulAddNV(q[b], k, s[j]); \
+      } \
+    } \
+ \
+    float tile_max[2] = {LOWEST_FLOAT, LOWEST_FLOAT}; \
+    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) \
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) { \
+        const uint column = j * FRAGMENT + 2u * t + (i & 1u) + 8u * ((i >> 1u) & 1u); \
+        const bool visible = !MASKED || key_visible(slot0, column, limit[i >> 2u], visible_end[i >> 2u]); \
+        const float score = visible ? s[j][i] * pc.scale_log2 : LOWEST_FLOAT; \
+        s[j][i] = score; \
+        tile_max[i >> 2u] = max(tile_max[i >> 2u], score); \
+      } \
+    float scale[2]; \
+    [[unroll]] for (uint r = 0u; r < 2u; ++r) { \
+      tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 1u)); \
+      tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 2u)); \
+      const float grown = max(row_max[r], tile_max[r]); \
+      scale[r] = exp2(row_max[r] - grown); \
+      row_max[r] = grown; \
+      sum[r] *= scale[r]; \
+    } \
+    if (subgroupAny(scale[0] != 1.0 || scale[1] != 1.0)) \
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) \
+        [[unroll]] for (uint i = 0u; i < 8u; ++i) o[b][i] *= scale[i >> 2u]; \
+ \
+    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) { \
+      HALF_FRAGMENT p; \
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) { \
+        const float score = s[j][i]; \
+        p[i] = float16_t(MASKED && score == LOWEST_FLOAT ? 0.0 : exp2(score - row_max[i >> 2u])); \
+        sum[i >> 2u] += float(p[i]); \
+      } \
+      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) { \
+        HALF_FRAGMENT v; \
+        coopMatLoadNV(v, tile, (KEY_TILE + j * FRAGMENT) * ROW_PIECES + b * 2u, ROW_PIECES, false); \
+        o[b] = coopMatMulAddNV(p, v, o[b]); \
+      } \
+    } \
+    barrier(); \
+  }
+
 void main() {
   const uint tid = gl_LocalInvocationIndex, subgroup = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint split = gl_WorkGroupID.x, query_tile = gl_WorkGroupID.y;
@@ -157,85 +242,26 @@ void main() {
 #endif
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
-#if !KEY_LIST
   // A dense row sees the split's keys below this. Its keys are their slots,
   // so the mask needs no tile_keys: 16 shared-memory reads a lane a tile
   // fewer took the H100's dense chunk from 483-488 to 466-469 us at 32k
   // (docs/perf.md, session 35).
   const uint visible_end[2] = {min(slot_end, limit[0]), min(slot_end, limit[1])};
-#endif
 
   int next_keys[KEY_PIECES];
   uvec4 next_pieces[PIECES];
   if (slot_begin < slot_end) fetch_tile(list, kv_head, slot_begin, slot_end, next_keys, next_pieces);
-  for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
-    [[unroll]] for (uint k = 0u; k < PIECES; ++k) {
-      const uint i = tid + gl_WorkGroupSize.x * (k % KEY_PIECES), kk = i / CHUNKS, chunk = i % CHUNKS;
-      if (i >= TILE_PIECES) continue;
-      tile[((k < KEY_PIECES ? 0u : KEY_TILE) + kk) * ROW_PIECES + chunk] = next_pieces[k];
 #if KEY_LIST
-      if (k < KEY_PIECES && chunk == 0u) tile_keys[kk] = next_keys[k];
-#endif
-    }
-    barrier();
-    // The next tile's loads are issued now and stored at the next iteration, so
-    // their latency hides behind this tile's work (one load latency per tile
-    // otherwise dominated it: docs/perf.md, session 5).
-    if (slot0 + KEY_TILE < slot_end) fetch_tile(list, kv_head, slot0 + KEY_TILE, slot_end, next_keys, next_pieces);
-
-    FLOAT_FRAGMENT s[KEY_BLOCKS];
-    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
-      s[j] = FLOAT_FRAGMENT(0.0);
-      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
-        HALF_FRAGMENT k;
-        coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true);  // K^T
-        s[j] = coopMatMulAddNV(q[b], k, s[j]);
-      }
-    }
-
-    // Element i of a fragment: row g + 8 (i / 4), column 2t + (i & 1) + 8 ((i / 2) & 1).
-    float tile_max[2] = {LOWEST_FLOAT, LOWEST_FLOAT};
-    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j)
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-        const uint column = j * FRAGMENT + 2u * t + (i & 1u) + 8u * ((i >> 1u) & 1u);
-#if KEY_LIST
-        const int key = tile_keys[column];
-        const bool visible = key >= 0 && uint(key) < limit[i >> 2u];
+  KEY_LOOP(slot_begin, slot_end, true)
 #else
-        const bool visible = slot0 + column < visible_end[i >> 2u];  // the key is its slot
+  // Every row sees every key of the split's tiles below its first query's
+  // limit: those skip the mask (22 us of the H100's 32k dense chunk when
+  // removed, docs/perf.md, session 35); the last tiles keep it.
+  const uint seen_by_all = min(slot_end, pc.first_position + query_tile * pc.queries_per_tile + 1u);
+  const uint unmasked_end = seen_by_all > slot_begin ? slot_begin + (seen_by_all - slot_begin) / KEY_TILE * KEY_TILE : slot_begin;
+  KEY_LOOP(slot_begin, unmasked_end, false)
+  KEY_LOOP(unmasked_end, slot_end, true)
 #endif
-        const float score = visible ? s[j][i] * pc.scale_log2 : LOWEST_FLOAT;
-        s[j][i] = score;
-        tile_max[i >> 2u] = max(tile_max[i >> 2u], score);
-      }
-    float scale[2];
-    [[unroll]] for (uint r = 0u; r < 2u; ++r) {
-      tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 1u));
-      tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 2u));
-      const float grown = max(row_max[r], tile_max[r]);
-      scale[r] = exp2(row_max[r] - grown);  // 1 where the max stays (LOWEST_FLOAT - LOWEST_FLOAT is 0)
-      row_max[r] = grown;
-      sum[r] *= scale[r];
-    }
-    if (subgroupAny(scale[0] != 1.0 || scale[1] != 1.0))
-      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b)
-        [[unroll]] for (uint i = 0u; i < 8u; ++i) o[b][i] *= scale[i >> 2u];
-
-    [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) {
-      HALF_FRAGMENT p;
-      [[unroll]] for (uint i = 0u; i < 8u; ++i) {
-        const float score = s[j][i];
-        p[i] = float16_t(score == LOWEST_FLOAT ? 0.0 : exp2(score - row_max[i >> 2u]));
-        sum[i >> 2u] += float(p[i]);  // the sum counts what P V multiplies
-      }
-      [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) {
-        HALF_FRAGMENT v;
-        coopMatLoadNV(v, tile, (KEY_TILE + j * FRAGMENT) * ROW_PIECES + b * 2u, ROW_PIECES, false);
-        o[b] = coopMatMulAddNV(p, v, o[b]);
-      }
-    }
-    barrier();
-  }
 
   [[unroll]] for (uint r = 0u; r < 2u; ++r) {
     sum[r] += subgroupShuffleXor(sum[r], 1u);
