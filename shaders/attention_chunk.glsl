@@ -8,7 +8,8 @@
 // rows, keeps its queries as fp16 fragments and its outputs as fp32 fragments
 // for the whole split. Per 32 key slots, which all subgroups share: keys and
 // values are copied raw (no conversion) to shared memory; S = Q K^T on tensor
-// cores; each lane scales and masks its own elements of S and keeps the online
+// cores; each lane scales and masks its own elements of S (a dense split's
+// tiles that every row sees in full skip the mask) and keeps the online
 // softmax of its two rows in registers, as FlashAttention-2 does: the row's
 // max meets over the row's four lanes with two shuffles, O is rescaled
 // element by element, and P = exp2(S - m) is formed in fp16 in place as the A
@@ -104,10 +105,10 @@ bool key_visible(uint slot0, uint column, uint row_limit, uint row_visible_end) 
 // one loaded, its next tile's loads issued (hidden behind this tile's work;
 // one load latency a tile otherwise dominated it: docs/perf.md, session 5),
 // then S = Q K^T on tensor cores, the online softmax and O += P V. MASKED
-// compiles the causal mask in; a tile every key of which every row sees
-// skips it. A macro, not a function: the loop's code is the same as written
-// inline (functions with the fragments as parameters took the H100's dense
-// chunk from 459 to 528-580 us, docs/perf.md, session 36).
+// compiles the causal mask in; tiles every row sees in full leave it out.
+// A macro, not a function, so that the loop compiles as it did written
+// inline: on the H100 this kernel moved by 5-25% with changes to the loop's
+// shape that kept its work (docs/perf.md, sessions 35 and 36).
 #define KEY_LOOP(FIRST, END, MASKED) \
   for (uint slot0 = FIRST; slot0 < END; slot0 += KEY_TILE) { \
     [[unroll]] for (uint k = 0u; k < PIECES; ++k) { \
@@ -124,11 +125,12 @@ bool key_visible(uint slot0, uint column, uint row_limit, uint row_visible_end) 
       s[j] = FLOAT_FRAGMENT(0.0); \
       [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) { \
         HALF_FRAGMENT k; \
-        coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true); \
+        coopMatLoadNV(k, tile, j * FRAGMENT * ROW_PIECES + b * 2u, ROW_PIECES, true); /* K^T */ \
         s[j] = coopMatMulAddNV(q[b], k, s[j]); \
       } \
     } \
  \
+    /* Element i of a fragment: row g + 8 (i / 4), column 2t + (i & 1) + 8 ((i / 2) & 1). */ \
     float tile_max[2] = {LOWEST_FLOAT, LOWEST_FLOAT}; \
     [[unroll]] for (uint j = 0u; j < KEY_BLOCKS; ++j) \
       [[unroll]] for (uint i = 0u; i < 8u; ++i) { \
@@ -143,7 +145,7 @@ bool key_visible(uint slot0, uint column, uint row_limit, uint row_visible_end) 
       tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 1u)); \
       tile_max[r] = max(tile_max[r], subgroupShuffleXor(tile_max[r], 2u)); \
       const float grown = max(row_max[r], tile_max[r]); \
-      scale[r] = exp2(row_max[r] - grown); \
+      scale[r] = exp2(row_max[r] - grown); /* 1 where the max stays (LOWEST_FLOAT - LOWEST_FLOAT is 0) */ \
       row_max[r] = grown; \
       sum[r] *= scale[r]; \
     } \
@@ -156,7 +158,7 @@ bool key_visible(uint slot0, uint column, uint row_limit, uint row_visible_end) 
       [[unroll]] for (uint i = 0u; i < 8u; ++i) { \
         const float score = s[j][i]; \
         p[i] = float16_t(MASKED && score == LOWEST_FLOAT ? 0.0 : exp2(score - row_max[i >> 2u])); \
-        sum[i >> 2u] += float(p[i]); \
+        sum[i >> 2u] += float(p[i]); /* the sum counts what P V multiplies */ \
       } \
       [[unroll]] for (uint b = 0u; b < D_BLOCKS; ++b) { \
         HALF_FRAGMENT v; \
@@ -234,16 +236,16 @@ void main() {
 #if KEY_LIST
   const uint slots = pc.list_length + pc.own_count;
 #else
-  // The tile's largest causal limit, that of its last query (tile_row): a
+  // The tile's largest causal limit, that of its last query (tile_row): every
   // lane walking all ROWS rows for it, integer divisions each, took ~13k
-  // cycles a workgroup (the H100's 8k dense chunk 138-140 -> 133-134 us,
+  // cycles a workgroup (the H100's 8k dense chunk 138 -> 131 us without,
   // docs/perf.md, session 36).
   const uint slots = pc.first_position + min(pc.n_queries, (query_tile + 1u) * pc.queries_per_tile);
 #endif
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
-  // A dense row sees the split's keys below this. Its keys are their slots,
-  // so the mask needs no tile_keys: 16 shared-memory reads a lane a tile
+  // A dense row sees the split's keys below this (a key list's rows do not
+  // use it). Its keys are their slots, so the mask needs no tile_keys: 16 shared-memory reads a lane a tile
   // fewer took the H100's dense chunk from 483-488 to 466-469 us at 32k
   // (docs/perf.md, session 35).
   const uint visible_end[2] = {min(slot_end, limit[0]), min(slot_end, limit[1])};
