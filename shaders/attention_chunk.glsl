@@ -245,9 +245,9 @@ void main() {
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
   // A dense row sees the split's keys below this (a key list's rows do not
-  // use it). Its keys are their slots, so the mask needs no tile_keys: 16 shared-memory reads a lane a tile
-  // fewer took the H100's dense chunk from 483-488 to 466-469 us at 32k
-  // (docs/perf.md, session 35).
+  // use it). Its keys are their slots, so the mask needs no tile_keys: 16
+  // shared-memory reads a lane a tile fewer took the H100's dense chunk from
+  // 483-488 to 466-469 us at 32k (docs/perf.md, session 35).
   const uint visible_end[2] = {min(slot_end, limit[0]), min(slot_end, limit[1])};
 
   int next_keys[KEY_PIECES];
