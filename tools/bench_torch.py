@@ -51,12 +51,10 @@ KVSCOPE_STEP = {
     "quoka_prefill_chunk_lean": "quoka prefill",
 }
 
-# The arguments that must equal the kvscope run's config, by config key. The
-# PyTorch versions implement Quest and Fier per query head and QuoKA's mean
-# over the group, in fp16.
-SHAPE_ARGUMENTS = {"heads": "heads", "kv_heads": "kv_heads", "dim": "dim", "chunk": "chunk", "budget": "budget",
-                   "prefill_budget": "prefill_budget", "page_size": "page_size", "group_size": "group_size",
-                   "n_q": "n_q"}
+# The arguments that must equal the kvscope run's config (the same names
+# there). The PyTorch versions implement Quest and Fier per query head and
+# QuoKA's mean over the group, in fp16.
+SHAPE_ARGUMENTS = ("heads", "kv_heads", "dim", "chunk", "budget", "prefill_budget", "page_size", "group_size", "n_q")
 FIXED_CONFIG = {"dtype": "F16", "gqa_agg": "head", "quoka_group": "mean"}
 
 
@@ -70,10 +68,10 @@ def kvscope_totals(report, args):
     config = report.get("config") if isinstance(report, dict) else None
     if not isinstance(config, dict):
         raise InputError("the kvscope report has no config (written by a kvscope older than this script?)")
-    for key, argument in SHAPE_ARGUMENTS.items():
-        if config.get(key) != getattr(args, argument):
+    for key in SHAPE_ARGUMENTS:
+        if config.get(key) != getattr(args, key):
             raise InputError(f"the kvscope report has {key} {config.get(key)}, this run "
-                             f"--{argument.replace('_', '-')} {getattr(args, argument)}")
+                             f"--{key.replace('_', '-')} {getattr(args, key)}")
     for key, value in FIXED_CONFIG.items():
         if config.get(key) != value:
             raise InputError(f"the kvscope report has {key} {config.get(key)}; the PyTorch versions do {value}")
@@ -160,6 +158,7 @@ def main():
 
     import torch
     import torch.nn.functional as F
+    from torch.nn.attention.bias import causal_lower_right
 
     def time_cuda(fn, repeat, warmup=20):
         for _ in range(warmup):
@@ -177,8 +176,8 @@ def main():
         return statistics.median(times)
 
     def graphs_of(fn, copies):
-        """fn(i) for K/V copy i captured in a CUDA graph per copy, and a
-        function that replays them in turn."""
+        """fn(i) for K/V copy i captured in a CUDA graph per copy: a function
+        that replays them in turn (the graphs live as long as it does)."""
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # first calls (library handles, workspaces) outside the capture
@@ -197,7 +196,7 @@ def main():
             turn[0] = (turn[0] + 1) % copies
             graphs[turn[0]].replay()
 
-        return replay, graphs
+        return replay
 
     def quest_tokens(bound, budget, page):
         """The tokens [G, r, n] of the top pages by bound [G, r, P], plus the last page (always kept)."""
@@ -304,7 +303,6 @@ def main():
         # The chunk holds the last C positions: query i sees keys [0, T - C + i].
         rows = torch.arange(C, device=device)[:, None] + (T - C)
         causal = torch.arange(T, device=device)[None, :] <= rows
-        from torch.nn.attention.bias import causal_lower_right
         lower_right = causal_lower_right(C, T)
 
         # Per-cache metadata, built once (not timed), for each K copy.
@@ -343,9 +341,9 @@ def main():
 
                 m["median_us"] = round(time_cuda(eager, args.repeat) * 1000, 1)
                 if not args.no_graphs:
-                    replay, graphs = graphs_of(fn, args.copies)
+                    replay = graphs_of(fn, args.copies)
                     m["graph_us"] = round(time_cuda(replay, args.repeat) * 1000, 1)
-                    del graphs
+                    del replay  # its graphs' memory, before empty_cache
             except (RuntimeError, TypeError, ValueError) as e:  # a kernel this PyTorch lacks: say so, go on
                 m["error"] = str(e).splitlines()[0] if str(e) else type(e).__name__
             torch.cuda.empty_cache()
