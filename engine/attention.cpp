@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attention_chunk.spv.h"
+#include "attention_chunk_khr.spv.h"
 #include "attention_decode.spv.h"
 #include "attention_merge.spv.h"
 #include "attention_merge_few.spv.h"
@@ -13,6 +14,7 @@
 #include "fragment_layout.h"
 #include "methods/kernels.h"
 #include "sparse_attention_chunk.spv.h"
+#include "sparse_attention_chunk_khr.spv.h"
 #include "sparse_attention_decode.spv.h"
 #include "sparse_attention_partial.spv.h"
 
@@ -182,9 +184,11 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
         const uint32_t specialization[] = {shape.dim, element_type(dtype), chunk_tiling_->workgroup / 32,
                                            chunk_tiling_->workgroup};
         if (keys == Keys::dense)
-          return vk::Kernel(device, "attention_chunk", attention_chunk_spirv, {5, sizeof(AttentionPartialPush)},
-                            specialization);
-        return vk::Kernel(device, "sparse_attention_chunk", sparse_attention_chunk_spirv,
+          return vk::Kernel(device, "attention_chunk",
+                            vk::cooperative_matrix_spirv(device, attention_chunk_spirv, attention_chunk_khr_spirv),
+                            {5, sizeof(AttentionPartialPush)}, specialization);
+        return vk::Kernel(device, "sparse_attention_chunk",
+                          vk::cooperative_matrix_spirv(device, sparse_attention_chunk_spirv, sparse_attention_chunk_khr_spirv),
                           {6, sizeof(AttentionPartialPush)}, specialization);
       }()),
       merge_([&] {

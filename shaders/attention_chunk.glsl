@@ -1,6 +1,8 @@
 // The body of attention_chunk.comp and sparse_attention_chunk.comp: a chunk of
 // queries (prefill) over one split of a key list on tensor cores, through
-// VK_NV_cooperative_matrix (16x16x16, fp16 inputs, fp32 accumulators). fp16
+// VK_NV_cooperative_matrix (16x16x16, fp16 inputs, fp32 accumulators), or the
+// KHR version the build rewrites from it (shaders/spirv_coopmat_khr.cpp: K^T
+// and V load as B operands in B's layout, 1.4x faster on the H100). fp16
 // keys and values only; attention_tile.glsl serves every other device and type.
 //
 // A workgroup is SUBGROUPS subgroups of 32 (8, or 4 where shared memory holds

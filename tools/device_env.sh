@@ -9,9 +9,14 @@ ldconfig
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export XDG_RUNTIME_DIR=/tmp
 
-# The whole test suite on the GPU with the validation layer, then the CLI contract.
+# The whole test suite on the GPU with the validation layer, again without it
+# (so the tensor-core kernels run their VK_KHR_cooperative_matrix versions,
+# which the carried layer, 1.3.239, predates: vk::Device::khr_cooperative_matrix),
+# then the CLI contract.
 gpu_suite() {
   echo "=== tests on the GPU"
   KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
+  echo "=== tests on the GPU without the validation layer (KHR cooperative matrices)"
+  KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
   $B/cli_test.sh $B/kvscope 2>&1 | tail -1
 }

@@ -10,7 +10,9 @@
 #include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
 #include "quoka_key_scores_fragments.spv.h"
+#include "quoka_key_scores_fragments_khr.spv.h"
 #include "quoka_key_scores_matrix.spv.h"
+#include "quoka_key_scores_matrix_khr.spv.h"
 #include "quoka_query_cosine.spv.h"
 #include "topk.h"
 
@@ -74,14 +76,18 @@ class Quoka final : public Method {
     // scalar kernel (docs/perf.md, session 6), quoka_key_scores_fragments less
     // (3.6-4.1 us on the H100, session 25).
     if (key_fragment_kernel_fits(device, layer.dtype, layer.shape.dim))
-      key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(device, "quoka_key_scores_fragments",
-                                                                quoka_key_scores_fragments_spirv, 3, layer.shape,
-                                                                layer.dtype),
+      key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(
+                              device, "quoka_key_scores_fragments",
+                              vk::cooperative_matrix_spirv(device, quoka_key_scores_fragments_spirv,
+                                                           quoka_key_scores_fragments_khr_spirv),
+                              3, layer.shape, layer.dtype),
                           kFragmentWorkgroups, 1u);
     else if (key_matrix_kernel_fits(device, layer.dtype, layer.shape.dim))
-      key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(device, "quoka_key_scores_matrix",
-                                                                quoka_key_scores_matrix_spirv, 3, layer.shape,
-                                                                layer.dtype),
+      key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(
+                              device, "quoka_key_scores_matrix",
+                              vk::cooperative_matrix_spirv(device, quoka_key_scores_matrix_spirv,
+                                                           quoka_key_scores_matrix_khr_spirv),
+                              3, layer.shape, layer.dtype),
                           kMatrixWorkgroups, 2u);
   }
 

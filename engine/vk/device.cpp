@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "vk/check.h"
+#include "vk/khr_cooperative_matrix.h"
 
 namespace kv::vk {
 namespace {
@@ -164,6 +165,27 @@ bool has_fp16_cooperative_matrix(VkInstance instance, VkPhysicalDevice physical,
   });
 }
 
+// has_fp16_cooperative_matrix's shape through VK_KHR_cooperative_matrix.
+bool has_fp16_cooperative_matrix_khr(VkInstance instance, VkPhysicalDevice physical) {
+  if (!has_device_extension(physical, khr::kCooperativeMatrixExtension)) return false;
+  khr::CooperativeMatrixFeatures cooperative;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &cooperative;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  auto properties = reinterpret_cast<khr::GetCooperativeMatrixProperties>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!cooperative.cooperativeMatrix || !properties) return false;
+  uint32_t count = 0;
+  properties(physical, &count, nullptr);
+  std::vector<khr::CooperativeMatrixProperties> shapes(count);
+  properties(physical, &count, shapes.data());
+  return std::any_of(shapes.begin(), shapes.end(), [](const khr::CooperativeMatrixProperties& m) {
+    return m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == khr::kComponentFloat16 &&
+           m.BType == khr::kComponentFloat16 && m.CType == khr::kComponentFloat32 &&
+           m.ResultType == khr::kComponentFloat32 && m.scope == khr::kScopeSubgroup;
+  });
+}
+
 DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -186,6 +208,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
   const bool compute_subgroups = subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT;
   info.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   info.cooperative_matrix = has_fp16_cooperative_matrix(instance, physical, info.subgroup_size);
+  info.cooperative_matrix_khr = info.cooperative_matrix && has_fp16_cooperative_matrix_khr(instance, physical);
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) info.loop_limit = 65535;
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -303,6 +326,14 @@ Device::Device(const DeviceOptions& options)
       vulkan12.pNext = &cooperative;
       cooperative.pNext = const_cast<void*>(device_info.pNext);
       device_info.pNext = &vulkan12;
+    }
+    khr::CooperativeMatrixFeatures cooperative_khr;
+    khr_cooperative_matrix_ = info_.cooperative_matrix_khr && !options.validation;
+    if (khr_cooperative_matrix_) {
+      extensions.push_back(khr::kCooperativeMatrixExtension);
+      cooperative_khr.cooperativeMatrix = VK_TRUE;
+      cooperative_khr.pNext = const_cast<void*>(device_info.pNext);
+      device_info.pNext = &cooperative_khr;
     }
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;

@@ -26,8 +26,12 @@ struct DeviceInfo {
   // VK_NV_cooperative_matrix with 16x16x16 fp16 x fp16 + fp32 at subgroup
   // scope, shaderFloat16 and the Vulkan memory model (with device scope), on
   // 32-wide subgroups: what attention_chunk.glsl needs. (Debian 12's glslang
-  // has no KHR version.)
+  // writes only NV matrices; the build rewrites them as KHR ones too.)
   bool cooperative_matrix = false;
+  // Also VK_KHR_cooperative_matrix with that shape: the tensor-core kernels
+  // then run their KHR versions (shaders/spirv_coopmat_khr.cpp), whose B
+  // operands load in B's register layout (Device::khr_cooperative_matrix).
+  bool cooperative_matrix_khr = false;
   // Loop iterations one invocation may complete, all its loops together, before
   // the driver ends every loop early without a word: Mesa's llvmpipe
   // (lavapipe) counts each iteration and each loop's exit test against 65535
@@ -109,6 +113,12 @@ class Device {
   void add_kernel_statistics(const std::string& kernel, const std::string& statistics) const;
   std::map<std::string, std::string> kernel_statistics() const;
 
+  // Whether kernels take their VK_KHR_cooperative_matrix versions: the device
+  // has it, and no validation layer was asked for, since Debian 12's layer
+  // predates the extension and reports its modules invalid (a validated
+  // device runs the NV versions: the same kernels, slower on the H100).
+  bool khr_cooperative_matrix() const { return khr_cooperative_matrix_; }
+
   // Messages the validation layer reported (warnings and errors) so far.
   uint64_t validation_messages() const { return validation_messages_->load(); }
 
@@ -129,6 +139,7 @@ class Device {
   uint32_t timestamp_valid_bits_ = 0;
   std::unique_ptr<std::atomic<uint64_t>> validation_messages_;
   bool kernel_statistics_ = false;
+  bool khr_cooperative_matrix_ = false;
   mutable std::mutex kernel_statistics_mutex_;
   mutable std::map<std::string, std::string> kernel_statistics_by_name_;
 };

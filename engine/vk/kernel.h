@@ -37,4 +37,12 @@ class Kernel {
   UniquePipeline pipeline_;
 };
 
+// A tensor-core kernel's SPIR-V for this device: its VK_KHR_cooperative_matrix
+// version (NAME_khr_spirv, shaders/CMakeLists.txt) where the device takes
+// those (Device::khr_cooperative_matrix), else glslang's NV one.
+inline std::span<const uint32_t> cooperative_matrix_spirv(const Device& device, std::span<const uint32_t> nv,
+                                                          std::span<const uint32_t> khr) {
+  return device.khr_cooperative_matrix() ? khr : nv;
+}
+
 }  // namespace kv::vk
