@@ -43,12 +43,12 @@ enum Op : uint32_t {
   kOpConstant = 43,
   kOpSpecConstantOp = 52,
   kOpFunctionParameter = 55,
-  kOpAccessChain = 65,
-  kOpCompositeExtract = 81,
-  kOpCompositeInsert = 82,
   kOpVariable = 59,
   kOpLoad = 61,
   kOpStore = 62,
+  kOpAccessChain = 65,
+  kOpCompositeExtract = 81,
+  kOpCompositeInsert = 82,
   kOpTypeCooperativeMatrixKHR = 4456,
   kOpCooperativeMatrixLoadKHR = 4457,
   kOpCooperativeMatrixStoreKHR = 4458,
@@ -213,14 +213,15 @@ class Module {
     std::map<uint32_t, uint32_t> loaded_from;        // value -> variable
     std::map<uint32_t, uint32_t> variable_type;      // variable -> pointer type
     std::map<uint32_t, uint32_t> pointee;            // Function pointer type -> matrix type
-    std::set<uint32_t> parameters, matrix_loads, a_or_c_values;
+    std::map<uint32_t, uint32_t> matrix_loads;        // value -> matrix type
+    std::set<uint32_t> parameters, a_or_c_values;
     for (const Instruction& in : code_) {
       if (in.op == kOpLoad) loaded_from[in.operands[1]] = in.operands[2];
       if (in.op == kOpVariable) variable_type[in.operands[1]] = in.operands[0];
       if (in.op == kOpTypePointer && in.operands[1] == kStorageFunction && half_types_.count(in.operands[2]))
         pointee[in.operands[0]] = in.operands[2];
       if (in.op == kOpFunctionParameter) parameters.insert(in.operands[1]);
-      if (in.op == kOpCooperativeMatrixLoadNV) matrix_loads.insert(in.operands[1]);
+      if (in.op == kOpCooperativeMatrixLoadNV) matrix_loads[in.operands[1]] = in.operands[0];
       if (in.op == kOpCooperativeMatrixMulAddNV) {
         b_values_.insert(in.operands[3]);
         a_or_c_values.insert(in.operands[2]);
@@ -237,6 +238,12 @@ class Module {
       }
       for (const Instruction& in : code_)
         if (in.op == kOpStore && b_variables_.count(in.operands[0])) grew |= b_values_.insert(in.operands[1]).second;
+    }
+    for (uint32_t value : b_values_) {  // loaded as B straight from memory
+      auto load = matrix_loads.find(value);
+      if (load == matrix_loads.end()) continue;
+      if (!half_types_.count(load->second)) fail("a B operand that is not an fp16 matrix");
+      if (!b_twin_.count(load->second)) b_twin_[load->second] = new_id();
     }
     for (uint32_t variable : b_variables_) {
       if (parameters.count(variable) || !variable_type.count(variable)) fail("a B operand held outside a Function variable");
