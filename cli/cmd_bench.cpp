@@ -17,6 +17,7 @@
 #include "error.h"
 #include "files.h"
 #include "method_args.h"
+#include "methods/registry.h"
 #include "validation.h"
 
 extern char** environ;
@@ -135,7 +136,6 @@ int time_step_in_own_process(const GlobalOptions& global, const std::vector<std:
 // comparing them with other measurements (tools/bench_torch.py) can check it
 // compares the same step.
 nlohmann::json config_json(const BenchConfig& config, const std::string& dtype) {
-  const char* gqa_agg[] = {"head", "max", "mean"};  // HeadAggregate's order
   return {{"heads", config.heads},
           {"kv_heads", config.kv_heads},
           {"dim", config.dim},
@@ -148,7 +148,7 @@ nlohmann::json config_json(const BenchConfig& config, const std::string& dtype) 
           {"group_size", config.options.group_size},
           {"n_q", config.options.n_q},
           {"quoka_group", config.options.quoka_max ? "max" : "mean"},
-          {"gqa_agg", gqa_agg[int(config.options.gqa_agg)]}};
+          {"gqa_agg", aggregate_name(config.options.gqa_agg)}};
 }
 
 void print_report(const BenchConfig& config, const std::string& dtype, const BenchReport& report, bool kernel_stats,

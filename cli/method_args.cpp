@@ -1,6 +1,7 @@
 #include "method_args.h"
 
 #include "error.h"
+#include "methods/registry.h"
 
 namespace kv::cli {
 
@@ -21,10 +22,13 @@ MethodOptions parse_method_options(const Args& args) {
   if (group != "mean" && group != "max") throw InputError("--quoka-group must be mean or max, not '" + group + "'");
   o.quoka_max = group == "max";
   const std::string agg = args.text("gqa-agg", "head");
-  if (agg == "head") o.gqa_agg = HeadAggregate::head;
-  else if (agg == "max") o.gqa_agg = HeadAggregate::max;
-  else if (agg == "mean") o.gqa_agg = HeadAggregate::mean;
-  else throw InputError("--gqa-agg must be head, max or mean, not '" + agg + "'");
+  bool known = false;
+  for (HeadAggregate aggregate : {HeadAggregate::head, HeadAggregate::max, HeadAggregate::mean})
+    if (agg == aggregate_name(aggregate)) {
+      o.gqa_agg = aggregate;
+      known = true;
+    }
+  if (!known) throw InputError("--gqa-agg must be head, max or mean, not '" + agg + "'");
   return o;
 }
 

@@ -140,6 +140,17 @@ int compute_queue_family(VkPhysicalDevice physical, uint32_t* timestamp_bits) {
   return best;
 }
 
+// The matrix shapes a cooperative-matrix properties query lists (the NV and
+// KHR queries take the same arguments), each entry starting as `blank`.
+template <typename Properties, typename Query>
+std::vector<Properties> listed_shapes(Query query, VkPhysicalDevice physical, const Properties& blank) {
+  uint32_t count = 0;
+  query(physical, &count, nullptr);
+  std::vector<Properties> shapes(count, blank);
+  query(physical, &count, shapes.data());
+  return shapes;
+}
+
 bool has_fp16_cooperative_matrix(VkInstance instance, VkPhysicalDevice physical, uint32_t subgroup_size) {
   if (subgroup_size != 32 || !has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
@@ -154,10 +165,8 @@ bool has_fp16_cooperative_matrix(VkInstance instance, VkPhysicalDevice physical,
   auto properties = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   if (!properties) return false;
-  uint32_t count = 0;
-  properties(physical, &count, nullptr);
-  std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-  properties(physical, &count, shapes.data());
+  const auto shapes =
+      listed_shapes(properties, physical, VkCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
   return std::any_of(shapes.begin(), shapes.end(), [](const VkCooperativeMatrixPropertiesNV& m) {
     return m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
            m.BType == VK_COMPONENT_TYPE_FLOAT16_NV && m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
@@ -175,10 +184,7 @@ bool has_fp16_cooperative_matrix_khr(VkInstance instance, VkPhysicalDevice physi
   auto properties = reinterpret_cast<khr::GetCooperativeMatrixProperties>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
   if (!cooperative.cooperativeMatrix || !properties) return false;
-  uint32_t count = 0;
-  properties(physical, &count, nullptr);
-  std::vector<khr::CooperativeMatrixProperties> shapes(count);
-  properties(physical, &count, shapes.data());
+  const auto shapes = listed_shapes(properties, physical, khr::CooperativeMatrixProperties{});
   return std::any_of(shapes.begin(), shapes.end(), [](const khr::CooperativeMatrixProperties& m) {
     return m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == khr::kComponentFloat16 &&
            m.BType == khr::kComponentFloat16 && m.CType == khr::kComponentFloat32 &&
