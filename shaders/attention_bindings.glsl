@@ -31,6 +31,9 @@ int slot_key(uint list, uint slot) {
 #endif
 }
 
+// The causal limit of the chunk's query `query`: keys [0, limit) are visible to it.
+uint causal_limit(uint query) { return pc.first_position + query + 1u; }
+
 // Row `row` of a chunk kernel's tile (attention_tile.glsl, attention_chunk.glsl):
 // heads_per_block heads x queries_per_tile queries. `output_row` is where its
 // results go, (head * n_queries + query); `key_limit` its causal limit (keys
@@ -40,6 +43,6 @@ void tile_row(uint row, uint query_tile, uint list, uint block, out uint key_lim
   uint head_in_list = block * pc.heads_per_block + head_in_block;
   uint query = query_tile * pc.queries_per_tile + row % pc.queries_per_tile;
   bool valid = head_in_block < pc.heads_per_block && head_in_list < pc.heads_per_list && query < pc.n_queries;
-  key_limit = valid ? pc.first_position + query + 1u : 0u;
+  key_limit = valid ? causal_limit(query) : 0u;
   output_row = (list * pc.heads_per_list + head_in_list) * pc.n_queries + query;
 }

@@ -242,7 +242,7 @@ void main() {
   // lane walking all ROWS rows for it, integer divisions each, took ~13k
   // cycles a workgroup (the H100's 8k dense chunk 138 -> 131 us without,
   // docs/perf.md, session 36).
-  const uint slots = pc.first_position + min(pc.n_queries, (query_tile + 1u) * pc.queries_per_tile);
+  const uint slots = causal_limit(min(pc.n_queries, (query_tile + 1u) * pc.queries_per_tile) - 1u);
 #endif
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
@@ -261,7 +261,7 @@ void main() {
   // Every row sees every key of the split's tiles below its first query's
   // limit: those skip the mask (22 us of the H100's 32k dense chunk when
   // removed, docs/perf.md, session 35); the last tiles keep it.
-  const uint seen_by_all = min(slot_end, pc.first_position + query_tile * pc.queries_per_tile + 1u);
+  const uint seen_by_all = min(slot_end, causal_limit(query_tile * pc.queries_per_tile));
   const uint unmasked_end = seen_by_all > slot_begin ? slot_begin + (seen_by_all - slot_begin) / KEY_TILE * KEY_TILE : slot_begin;
   KEY_LOOP(slot_begin, unmasked_end, false)
   KEY_LOOP(unmasked_end, slot_end, true)

@@ -96,7 +96,7 @@ void main() {
   const uint kv_head = first_head / (pc.n_heads / pc.n_kv_heads);
   const uint lane = gl_SubgroupInvocationID % LANES;
   const uint group = (gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID) / LANES;
-  const uint key_limit = pc.first_position + 1u;  // causal: keys [0, position]
+  const uint key_limit = causal_limit(0u);  // the step's one query: keys [0, position]
 
   // Queries, keys and values stay in their raw words until used (half the
   // registers for fp16/bf16), and the scale is applied to the summed score.
