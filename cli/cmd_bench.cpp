@@ -17,7 +17,7 @@
 #include "error.h"
 #include "files.h"
 #include "method_args.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "validation.h"
 
 extern char** environ;
@@ -30,9 +30,9 @@ const char* const kBenchHelp =
     "                     [--repeat 50] [--steps dense-decode,quest-decode,...] [--kernel-stats]\n"
     "                     [method options] [--json OUT]\n\n"
     "Times, on random inputs of each length, dense decode (one query per head), a dense\n"
-    "prefill chunk, quest, fier, quoka, keydiff, tova, sparq, loki, snapkv and sampleattention decode (h2o, O(T^2):\n"
-    "only with --steps h2o-decode) at --budget, and quoka and quest\n"
-    "prefill chunks at --prefill-budget: every stage's median GPU time (after warm-up;\n"
+    "prefill chunk, and every method's decode step at --budget and prefill step at\n"
+    "--prefill-budget where it has one (a wrong --steps name lists them all; h2o,\n"
+    "O(T^2), only when named): every stage's median GPU time (after warm-up;\n"
     "two copies of K and V alternate between runs so caches do not flatter), the bytes\n"
     "it must move, the GB/s that makes, and the fraction of the device's read\n"
     "bandwidth, which bench measures first with a streaming kernel. Each step ends with\n"
@@ -42,7 +42,7 @@ const char* const kBenchHelp =
     "VK_KHR_pipeline_executable_properties, where the device has it).\n\n"
     "Before each step is timed the GPU reads memory flat out for two seconds: GPUs\n"
     "lower their clocks after a few idle seconds (a step's set-up on the host),\n"
-    "and a step's short runs do not raise them again (docs/perf.md, session 10).\n"
+    "and a step's short runs do not raise them again (docs/perf.md).\n"
     "Every step at every length runs in a process of its own (this program again,\n"
     "its output read back); --in-process times them all in this one.\n"
     "--skip-calibration leaves the bandwidth and floors out (0), as the step\n"
@@ -136,19 +136,20 @@ int time_step_in_own_process(const GlobalOptions& global, const std::vector<std:
 // comparing them with other measurements (tools/bench_torch.py) can check it
 // compares the same step.
 nlohmann::json config_json(const BenchConfig& config, const std::string& dtype) {
-  return {{"heads", config.heads},
+  nlohmann::json json = {{"heads", config.heads},
           {"kv_heads", config.kv_heads},
           {"dim", config.dim},
           {"dtype", dtype},
           {"budget", config.budget},
           {"prefill_budget", config.prefill_budget},
           {"chunk", config.chunk},
-          {"repeat", config.repeat},
-          {"page_size", config.options.page_size},
-          {"group_size", config.options.group_size},
-          {"n_q", config.options.n_q},
-          {"quoka_group", config.options.quoka_max ? "max" : "mean"},
-          {"gqa_agg", aggregate_name(config.options.gqa_agg)}};
+          {"repeat", config.repeat}};
+  for (const OptionSpec& o : option_table()) {  // page_size, gqa_agg, ...
+    std::string key = o.flag;
+    std::replace(key.begin(), key.end(), '-', '_');
+    if (o.names.empty()) json[key] = o.get(config.options); else json[key] = o.text(config.options);
+  }
+  return json;
 }
 
 void print_report(const BenchConfig& config, const std::string& dtype, const BenchReport& report, bool kernel_stats,
@@ -209,7 +210,7 @@ void print_report(const BenchConfig& config, const std::string& dtype, const Ben
 }  // namespace
 
 int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values = kMethodValueOptions;
+  std::set<std::string> values = method_value_options();
   values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json", "steps"});
   Args args("bench", argv, values, {"kernel-stats", "in-process", "skip-calibration"});
   if (!args.positional().empty()) throw InputError("bench: unexpected argument '" + args.positional()[0] + "'");

@@ -12,6 +12,7 @@
 #include "evaluator.h"
 #include "files.h"
 #include "method_args.h"
+#include "methods/table.h"
 
 namespace kv::cli {
 
@@ -26,9 +27,7 @@ const char* const kEvalHelp =
     "Defaults: --layers all, --methods dense,oracle,quoka,quest,fier,streaming,\n"
     "--budgets 256,512,1024,2048, --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
     "N: the last N). Prefill chunk 0 has no past and is skipped.\n"
-    "method options: --page-size --group-size --n-q --quoka-group --gqa-agg --n-sink --sparq-r --loki-r --snap-window --snap-pool\n"
-    "                --sample-queries --sample-stride (see 'select --help')\n"
-    "--json OUT writes CLI.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
+    "--json OUT writes docs/cli.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
     "When the capture records a needle (metadata needle_span), a `needle` column gives the\n"
     "fraction of the needle's tokens among the candidates that each method selected.\n";
 
@@ -107,7 +106,7 @@ class ProgressBar {
 }  // namespace
 
 int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values = kMethodValueOptions;
+  std::set<std::string> values = method_value_options();
   values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
   Args args("eval", argv, values, kModeFlags);
   if (!args.positional().empty()) throw InputError("eval: unexpected argument '" + args.positional()[0] + "'");
@@ -119,7 +118,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   config.last_chunks = args.count("chunks", 0);
   config.methods = split(args.text("methods", "dense,oracle,quoka,quest,fier,streaming"));
   for (const std::string& m : config.methods)
-    if (m != "dense" && !method_supports(m, config.mode)) throw InputError("eval: unknown method '" + m + "'");
+    if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
   config.budgets = args.has("budgets") ? args.counts("budgets") : std::vector<uint32_t>{256, 512, 1024, 2048};
   for (uint32_t b : config.budgets)
     if (b == 0) throw InputError("eval: budgets must be positive");

@@ -11,7 +11,7 @@ namespace kv::cli {
 
 const char* const kInfoHelp =
     "usage: kvscope info FILE\n\n"
-    "Describes a capture (../shared/spec/CAPTURE.md): model, source, tokens, and\n"
+    "Describes a capture (docs/capture.md): model, source, tokens, and\n"
     "per layer the head counts H and G, group size r, length T, head dimension d,\n"
     "dtype and logit scale, and whether every q, k and v value is finite (the first\n"
     "NaN or Inf by tensor, head, token and channel; other commands refuse such a\n"

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "inspector.h"
 #include "method_args.h"
+#include "methods/table.h"
 #include "query_stats.h"
 #include "validation.h"
 
@@ -34,7 +35,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int run_inspect(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values = kMethodValueOptions;
+  std::set<std::string> values = method_value_options();
   values.insert({"capture", "layer", "block", "method", "budget", "repeat"});
   std::set<std::string> flags = kModeFlags;
   flags.insert("json");
@@ -43,7 +44,7 @@ int run_inspect(const GlobalOptions& global, const std::vector<std::string>& arg
   const Mode mode = parse_mode(args, "inspect");
   const MethodOptions options = parse_method_options(args);
   const std::string method = args.required("method");
-  if (!method_supports(method, mode)) throw InputError("inspect: unknown method '" + method + "'");
+  find_method(method);  // refuses an unknown one, listing the known
   const uint32_t budget = args.required_count("budget", 1, 1u << 20), repeat = args.count("repeat", 20, 1, 100000);
   const uint32_t chunk = args.count("chunk", 128, 1, 4096);
   Capture capture(args.required("capture"));

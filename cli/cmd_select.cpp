@@ -18,18 +18,13 @@ const char* const kSelectHelp =
     "Runs one selection method on the GPU for every decode probe (the last N\n"
     "positions, default 64) or prefill chunk (B queries, default 128; chunk 0,\n"
     "which has no past, is skipped; --chunks N keeps the last N) and writes the\n"
-    "selection file of CLI.md:\n"
+    "selection file of docs/cli.md:\n"
     "indices I32 [blocks, rows, K'] (ascending, -1 padded; K' = K, or the page size\n"
     "for quest when K is smaller), block_pos I32 [blocks], and metadata.\n\n"
-    "methods: oracle, quoka, quest, fier, streaming\n"
-    "method options: --page-size P (quest, 16)  --group-size g (fier, 32)  --n-q N (quoka, 16)\n"
-    "                --quoka-group mean|max  --gqa-agg head|max|mean (quest, fier)  --n-sink S (streaming, 4)\n"
-    "                --sparq-r R (sparq, 32)  --loki-r R (loki, 32)  --snap-window W (snapkv, 32)  --snap-pool P (snapkv, 7, odd)\n"
-    "                --sample-queries N (sampleattention, 8)  --sample-stride S (sampleattention, 16)\n"
     "--json prints the run's metadata and median GPU time per stage.\n";
 
 int run_select(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values = kMethodValueOptions;
+  std::set<std::string> values = method_value_options();
   values.insert({"capture", "layer", "method", "budget", "out"});
   std::set<std::string> flags = kModeFlags;
   flags.insert("json");

@@ -17,6 +17,7 @@ struct Command {
   const char* summary;
   const char* help;  // full usage text
   int (*run)(const GlobalOptions&, const std::vector<std::string>&);
+  bool method_options = false;  // --help then lists the methods and their options
 };
 
 int run_devices(const GlobalOptions&, const std::vector<std::string>&);

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "method_args.h"
 
 namespace {
 
@@ -21,13 +22,13 @@ const Command kCommands[] = {
     {"dense", "dense attention on the GPU, timed, checked against the float64 reference", kv::cli::kDenseHelp,
      kv::cli::run_dense},
     {"select", "run one selection method and write the selected key positions", kv::cli::kSelectHelp,
-     kv::cli::run_select},
+     kv::cli::run_select, true},
     {"eval", "sweep methods x budgets: coverage, recall, output error, GPU time per stage", kv::cli::kEvalHelp,
-     kv::cli::run_eval},
+     kv::cli::run_eval, true},
     {"bench", "time every stage and dense attention at given sizes, against the read bandwidth", kv::cli::kBenchHelp,
-     kv::cli::run_bench},
+     kv::cli::run_bench, true},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
-     kv::cli::run_inspect},
+     kv::cli::run_inspect, true},
 };
 
 void print_usage(FILE* out) {
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     for (const std::string& a : rest)
       if (a == "--help" || a == "-h") {
         std::fputs(command->help, stdout);
+        if (command->method_options) std::fputs(kv::cli::methods_help().c_str(), stdout);
         return 0;
       }
     return command->run(global, rest);

@@ -1,41 +1,46 @@
 #include "method_args.h"
 
 #include "error.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 
 namespace kv::cli {
 
+std::set<std::string> method_value_options() {
+  std::set<std::string> options{"probes", "chunk", "chunks"};
+  for (const OptionSpec& o : option_table()) options.insert(o.flag);
+  return options;
+}
+
 MethodOptions parse_method_options(const Args& args) {
-  MethodOptions o;
-  o.page_size = args.count("page-size", o.page_size, 1, 65536);
-  o.group_size = args.count("group-size", o.group_size, 1, 65536);
-  o.n_q = args.count("n-q", o.n_q, 1, 4096);
-  o.n_sink = args.count("n-sink", o.n_sink, 0, 1u << 24);
-  o.sparq_r = args.count("sparq-r", o.sparq_r, 1, 4096);
-  o.loki_r = args.count("loki-r", o.loki_r, 1, 1024);
-  o.sample_queries = args.count("sample-queries", o.sample_queries, 1, 1u << 20);
-  o.sample_stride = args.count("sample-stride", o.sample_stride, 1, 1u << 20);
-  o.snap_window = args.count("snap-window", o.snap_window, 1, 1u << 20);
-  o.snap_pool = args.count("snap-pool", o.snap_pool, 1, 1023);
-  if (o.snap_pool % 2 == 0) throw InputError("--snap-pool must be odd, not " + std::to_string(o.snap_pool));
-  const std::string group = args.text("quoka-group", "mean");
-  if (group != "mean" && group != "max") throw InputError("--quoka-group must be mean or max, not '" + group + "'");
-  o.quoka_max = group == "max";
-  const std::string agg = args.text("gqa-agg", "head");
-  bool known = false;
-  for (HeadAggregate aggregate : {HeadAggregate::head, HeadAggregate::max, HeadAggregate::mean})
-    if (agg == aggregate_name(aggregate)) {
-      o.gqa_agg = aggregate;
-      known = true;
-    }
-  if (!known) throw InputError("--gqa-agg must be head, max or mean, not '" + agg + "'");
-  return o;
+  MethodOptions options;
+  for (const OptionSpec& o : option_table())
+    if (args.has(o.flag)) o.parse(options, args.text(o.flag));
+  return options;
 }
 
 Mode parse_mode(const Args& args, const std::string& command) {
   if (args.flag("decode") == args.flag("prefill"))
     throw InputError(command + ": give exactly one of --decode and --prefill");
   return args.flag("decode") ? Mode::decode : Mode::prefill;
+}
+
+std::string methods_help() {
+  std::string help = "\nmethods (docs/methods.md):\n  dense            every key (the reference for coverage and error)\n";
+  for (const MethodSpec& m : method_table()) {
+    std::string line = "  " + std::string(m.name);
+    line.resize(std::max<size_t>(line.size() + 1, 19), ' ');
+    help += line + m.summary + "\n";
+  }
+  help += "\nmethod options (each read only by the methods named):\n";
+  const MethodOptions defaults;
+  for (const OptionSpec& o : option_table()) {
+    std::string values;
+    for (const char* name : o.names) values += (values.empty() ? "" : "|") + std::string(name);
+    std::string line = "  --" + std::string(o.flag) + " " + (values.empty() ? "N" : values);
+    line.resize(std::max<size_t>(line.size() + 1, 31), ' ');
+    help += line + o.help + "; default " + o.text(defaults) + "\n";
+  }
+  return help;
 }
 
 }  // namespace kv::cli

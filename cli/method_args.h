@@ -7,12 +7,15 @@
 
 namespace kv::cli {
 
-// Options every selection command takes (CLI.md's method options and regime).
-inline const std::set<std::string> kMethodValueOptions{"page-size", "group-size", "n-q", "quoka-group", "gqa-agg", "sparq-r", "loki-r", "sample-queries", "sample-stride", "snap-window", "snap-pool",
-                                                       "n-sink", "probes", "chunk", "chunks"};
+// Options every selection command takes: each method option of option_table()
+// (methods/table.h), and the regime's block options.
+std::set<std::string> method_value_options();
 inline const std::set<std::string> kModeFlags{"decode", "prefill"};
 
 MethodOptions parse_method_options(const Args& args);
 Mode parse_mode(const Args& args, const std::string& command);
+
+// The methods and their options, as --help lists them (from method_table()).
+std::string methods_help();
 
 }  // namespace kv::cli

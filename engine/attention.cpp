@@ -12,7 +12,7 @@
 #include "element_type.h"
 #include "error.h"
 #include "fragment_layout.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "sparse_attention_chunk.spv.h"
 #include "sparse_attention_chunk_khr.spv.h"
 #include "sparse_attention_decode.spv.h"
@@ -30,14 +30,14 @@ constexpr uint32_t kMergeFewWorkgroup = 128;  // attention_merge_few: at least H
 // Enough workgroups to fill a large GPU several times over; more splits only add merge work.
 constexpr uint32_t kTargetWorkgroups = 1024;
 // Queries x splits of the partial buffers: a decode step may split 256 ways, a
-// chunk on attention_tile 2 ways (as since session 7: session 24 measured the
-// chunk kernel only); attention_chunk's splits aim for kChunkTargetWorkgroups.
+// chunk on attention_tile 2 ways (only the chunk kernel's splits were measured
+// again since); attention_chunk's splits aim for kChunkTargetWorkgroups.
 constexpr uint32_t kPartialRowsPerHead = 256;
 constexpr uint32_t kTileChunkSplits = 2;
 // attention_chunk aims for about one workgroup per SM of a large GPU: on the
 // H100 (132 SMs) a 32k dense chunk took 1034 us at 2 or 4 splits of 4-subgroup
 // workgroups, QuoKA's 1152-key chunk 70.6 / 82 / 100 / 133 us at 2 / 4 / 8 / 16
-// (docs/perf.md, session 7); with 8 subgroups, 4 splits beat 2 and 8 (session 24).
+// (docs/perf-experiments.md); with 8 subgroups, 4 splits beat 2 and 8.
 constexpr uint32_t kChunkTargetWorkgroups = 128;
 
 // attention_decode: key groups per workgroup, keys each group loads before using
@@ -51,7 +51,7 @@ constexpr uint32_t kDecodeMaxRows = 8;
 // every split pays for combining its key groups, and the merge reads each split.
 // A sparse step's short lists (2048 keys) gain from twice the workgroups (H100:
 // 20.3 -> 16.5 us at 32 splits of a list), dense decode loses (the merge of 128
-// splits: 7 -> 13 us); docs/perf.md, session 7.
+// splits: 7 -> 13 us); docs/perf-experiments.md.
 constexpr uint32_t kDecodeTargetWorkgroups = 512;
 constexpr uint32_t kSparseDecodeTargetWorkgroups = 1024;
 constexpr uint32_t kDecodeMinSplitKeys = 32;
@@ -74,7 +74,7 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
 // (has_mma_fragment_layout). Eight subgroups share each staged key tile where
 // shared memory holds them (38,016 bytes at d = 128), four otherwise. On the
 // H100 eight took the 32k dense chunk from 1014 to 675 us and QuoKA's sparse
-// chunk from 58.8 to 40.0 (docs/perf.md, session 24).
+// chunk from 58.8 to 40.0 (docs/perf-experiments.md).
 std::optional<AttentionTiling> chunk_tiling(const vk::Device& device, DType dtype, uint32_t dim) {
   if (!device.info().cooperative_matrix || dtype != DType::f16 || dim % 32 != 0 || dim > 128 ||
       !has_mma_fragment_layout(device))
@@ -113,7 +113,7 @@ AttentionTiling choose_base_tiling(const AttentionShape& shape, uint32_t shared_
 // Under a loop limit (vk::DeviceInfo::loop_limit) a split holds at most the
 // tiles units_within_loop_limit allows. Without that bound, lavapipe ended
 // dense prefill over 8k keys (128 tiles a split) after about 60 tiles and
-// returned wrong outputs (docs/perf.md, session 13).
+// returned wrong outputs (docs/perf-experiments.md).
 uint32_t tile_loop_iterations(const AttentionTiling& t, uint32_t dim) {
   const auto loop = [&](uint32_t items) { return ceil_div(items, t.workgroup) + 1; };
   const auto per_invocation = [&](uint32_t items) { return ceil_div(items, t.workgroup); };
@@ -310,7 +310,7 @@ void Attention::record(vk::Pass& pass, const GpuLayer& layer, const AttentionReq
   if (merge_here) return;
   AttentionMergePush merge{shape_.heads * request.n_queries, t.splits};
   // A chunk's few splits: each invocation combines its channel alone (H100, QuoKA
-  // prefill chunk: 15.7 -> 8.0 us against a workgroup per row, session 7).
+  // prefill chunk: 15.7 -> 8.0 us against a workgroup per row).
   const bool few = t.splits <= ATTENTION_FEW_SPLITS;
   const uint32_t workgroups = few ? ceil_div(merge.n_rows, kMergeFewWorkgroup / (shape_.dim / 4)) : merge.n_rows;
   pass.dispatch(few ? merge_few_ : merge_, {&partial_output_, &partial_stats_, &output_, &log_sum_exp_}, merge,

@@ -12,6 +12,7 @@
 #include "clocks.h"
 #include "error.h"
 #include "half.h"
+#include "methods/table.h"
 #include "random.h"
 #include "stream_read.spv.h"
 
@@ -78,41 +79,51 @@ double measure_dispatch_floor(const vk::Device& device, vk::Pass::Timing timing)
   return median(ms);
 }
 
-// The least each stage must move, for the GB/s column (METHODS.md sizes; fp32 scratch).
-struct ByteModel {
-  AttentionShape shape;
-  size_t element;
-  uint32_t candidates, queries, budget, list_rows, page_size, group_size, sparq_r, loki_r;
-  bool topk_ranks_pages;  // Quest: the top-k ranks pages
-  double operator()(const std::string& stage) const {
-    const double G = shape.kv_heads, H = shape.heads, d = shape.dim, n = candidates;
-    const double kv_row = d * element;
-    if (stage == "dense_partial") return 2 * G * n * kv_row + H * queries * kv_row;
-    if (stage == "sparse_attention_partial") return 2 * list_rows * (std::min<double>(budget, n) + (queries > 1 ? queries : 0)) * kv_row;
-    if (stage == "mean_query" || stage == "query_cosine") return H * queries * kv_row;
-    if (stage == "page_scores") return G * (n / page_size) * 2 * d * element;  // bounds in the storage type
-    if (stage == "approx_scores") return G * n * d / 8 + G * (n / group_size) * d * 4;
-    if (stage == "key_scores" || stage == "key_sums" || stage == "window_row_stats" || stage == "window_scores")
-      return G * n * kv_row;  // K once; the window's repeated reads should hit the cache
-    if (stage == "subspace_scores") return G * n * std::min<double>(loki_r, d) * 4;
-    if (stage == "partial_scores")  // each KV head's keys on the 16-byte pieces its heads keep, at most all of them
-      return G * n * std::min(d, H / G * std::ceil(std::min<double>(sparq_r, d) / 8) * 8) * element;
-    // One read of every row's scores (Quest's rows are pages), the least a top-k
-    // needs: topk_row and topk_long's slices read no more (with topk_long's
-    // sample, 4096 keys a workgroup of the row, from the cache); a row that
-    // topk_long reads with one workgroup is read two or more times.
-    if (stage == "topk") return list_rows * (topk_ranks_pages ? n / page_size : n) * 4;
-    return 0;
+// The least a stage must move, for the GB/s column (docs/methods.md's sizes;
+// fp32 scratch): the method's own stages from its row of method_table(), the
+// stages every step shares here.
+double stage_bytes(const MethodSpec* method, const std::string& stage, const StageSizes& s) {
+  if (method) {
+    const double own = method->stage_bytes(stage, s);
+    if (own >= 0) return own;
   }
+  const double G = s.shape.kv_heads, n = s.candidates;
+  if (stage == "dense_partial") return 2 * G * n * s.kv_row() + s.shape.heads * double(s.queries) * s.kv_row();
+  if (stage == "sparse_attention_partial")
+    return 2 * s.list_rows * (std::min<double>(s.budget, n) + (s.queries > 1 ? s.queries : 0)) * s.kv_row();
+  if (stage == "mean_query") return s.shape.heads * double(s.queries) * s.kv_row();
+  // One read of every row's scores, the least a top-k needs: topk_row and
+  // topk_long's slices read no more (with topk_long's sample, 4096 keys a
+  // workgroup of the row, from the cache); a row that topk_long reads with one
+  // workgroup is read two or more times.
+  if (stage == "topk") return s.list_rows * n * 4;
+  return 0;
+}
+
+struct Step {
+  std::string name;    // "dense decode", "quest prefill", ...
+  std::string method;  // "" = dense
+  Mode mode;
 };
+
+// Dense attention's two steps, then every method's in the order of method_table(), decode first.
+std::vector<Step> all_steps() {
+  std::vector<Step> steps{{"dense decode", "", Mode::decode}, {"dense prefill", "", Mode::prefill}};
+  for (Mode mode : {Mode::decode, Mode::prefill})
+    for (const MethodSpec& m : method_table())
+      if (std::find(m.bench_regimes.begin(), m.bench_regimes.end(), mode) != m.bench_regimes.end())
+        steps.push_back({std::string(m.name) + " " + mode_name(mode), m.name, mode});
+  return steps;
+}
+
+bool quadratic(const Step& step) { return !step.method.empty() && find_method(step.method).quadratic; }
 
 }  // namespace
 
 std::vector<std::string> bench_step_names() {
-  return {"dense decode",  "dense prefill", "quest decode",  "fier decode",
-          "quoka decode",  "keydiff decode", "tova decode", "sparq decode", "loki decode", "snapkv decode", "h2o decode",
-          "sampleattention decode",
-          "quoka prefill", "quest prefill"};
+  std::vector<std::string> names;
+  for (const Step& step : all_steps()) names.push_back(step.name);
+  return names;
 }
 
 std::vector<std::string> bench_steps(const BenchConfig& c) {
@@ -120,10 +131,10 @@ std::vector<std::string> bench_steps(const BenchConfig& c) {
   for (uint32_t length : c.lengths)
     if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
   std::vector<std::string> wanted;
-  for (const std::string& name : bench_step_names())
-    // H2O reads every past query (O(T^2)): timed only when named.
-    if (c.steps.empty() ? name != "h2o decode" : std::find(c.steps.begin(), c.steps.end(), name) != c.steps.end())
-      wanted.push_back(name);
+  for (const Step& step : all_steps())
+    // A method that reads every past query (O(T^2)) is timed only when named.
+    if (c.steps.empty() ? !quadratic(step) : std::find(c.steps.begin(), c.steps.end(), step.name) != c.steps.end())
+      wanted.push_back(step.name);
   return wanted;
 }
 
@@ -153,9 +164,11 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
     }
     // SnapKV and H2O read queries other than the step's: every position's, random.
     std::vector<std::byte> all_queries;
-    if (std::find_if(wanted.begin(), wanted.end(), [](const std::string& step) {
-          return step == "snapkv decode" || step == "h2o decode" || step == "sampleattention decode";
-        }) != wanted.end()) {
+    const std::vector<Step> every_step = all_steps();
+    if (std::any_of(every_step.begin(), every_step.end(), [&](const Step& step) {
+          return !step.method.empty() && find_method(step.method).reads_past_queries &&
+                 std::find(wanted.begin(), wanted.end(), step.name) != wanted.end();
+        })) {
       all_queries = random_tensor(size_t(c.heads) * length * c.dim, c.dtype, 4);
       for (auto& copy : copies) copy->host_queries = all_queries;
     }
@@ -164,20 +177,14 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
     vk::Buffer queries(device, size_t(c.heads) * c.chunk * c.dim * dtype_size(c.dtype));
     queries.upload(random_tensor(size_t(c.heads) * c.chunk * c.dim, c.dtype, 3));
 
-    struct Step {
-      std::string name;
-      Block block;
-      std::string method;  // "" = dense
-      uint32_t budget;
-    };
-    std::vector<Step> steps{{"dense decode", decode, "", 0}, {"dense prefill", prefill, "", 0}};
-    for (const char* m : {"quest", "fier", "quoka", "keydiff", "tova", "sparq", "loki", "snapkv", "h2o", "sampleattention"}) steps.push_back({std::string(m) + " decode", decode, m, c.budget});
-    for (const char* m : {"quoka", "quest"}) steps.push_back({std::string(m) + " prefill", prefill, m, c.prefill_budget});
+    std::vector<Step> steps = all_steps();
     std::erase_if(steps, [&](const Step& s) { return std::find(wanted.begin(), wanted.end(), s.name) == wanted.end(); });
 
     for (const Step& step : steps) {
+      const Block block = step.mode == Mode::decode ? decode : prefill;
+      const uint32_t budget = step.method.empty() ? 0 : step.mode == Mode::decode ? c.budget : c.prefill_budget;
       if (progress) progress("length " + std::to_string(length) + ": " + step.name);
-      const uint32_t max_queries = step.block.n_queries;
+      const uint32_t max_queries = block.n_queries;
       std::vector<std::unique_ptr<Attention>> attention;
       std::vector<std::unique_ptr<Method>> methods;
       std::vector<std::unique_ptr<vk::Buffer>> lists, lse;
@@ -194,19 +201,19 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
         whole.push_back(std::make_unique<vk::Pass>(device, 256, vk::Pass::Timing::whole));
         if (dense) {
           for (vk::Pass* pass : {staged.back().get(), whole.back().get()})
-            attention.back()->record(*pass, *copy, {&queries, step.block.n_queries, step.block.first_query}, "dense");
+            attention.back()->record(*pass, *copy, {&queries, block.n_queries, block.first_query}, "dense");
           continue;
         }
-        Method& method = *methods.emplace_back(make_method(device, *copy, step.method, c.options, step.block.mode, max_queries));
+        Method& method = *methods.emplace_back(make_method(device, *copy, step.method, c.options, block.mode, max_queries));
         const Granularity granularity = method.granularity();
         list_rows = rows_of(shape, granularity);
-        const uint32_t width = method.list_width(step.budget);
+        const uint32_t width = method.list_width(budget);
         lists.push_back(std::make_unique<vk::Buffer>(device, size_t(list_rows) * width * 4));
         lse.push_back(std::make_unique<vk::Buffer>(device, size_t(c.heads) * max_queries * 4));
         for (vk::Pass* pass : {staged.back().get(), whole.back().get()}) {
-          method.record(*pass, step.block, {&queries, lse.back().get()}, step.budget, *lists.back());
+          method.record(*pass, block, {&queries, lse.back().get()}, budget, *lists.back());
           attention.back()->record(*pass, *copy,
-                                   sparse_request(queries, step.block, *lists.back(), heads_per_row(shape, granularity), width),
+                                   sparse_request(queries, block, *lists.back(), heads_per_row(shape, granularity), width),
                                    "sparse_attention");
         }
       }
@@ -247,13 +254,14 @@ BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
           samples[t.stage].push_back(t.milliseconds);
         }
       }
-      const ByteModel bytes{shape, dtype_size(c.dtype), step.block.candidates(), step.block.n_queries, step.budget,
-                            list_rows, c.options.page_size, c.options.group_size, c.options.sparq_r, c.options.loki_r,
-                            step.method == "quest"};
+      const StageSizes sizes{shape, double(dtype_size(c.dtype)), block.candidates(), block.n_queries, budget, list_rows,
+                             c.options};
+      const MethodSpec* spec = step.method.empty() ? nullptr : &find_method(step.method);
       double total_bytes = 0;
       for (const std::string& stage : order) {
-        result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes(stage)});
-        total_bytes += bytes(stage);
+        const double bytes = stage_bytes(spec, stage, sizes);
+        result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes});
+        total_bytes += bytes;
       }
       result.rows.push_back({length, step.name, "sum_of_stages", median(stage_sums), total_bytes});
       BenchRow total{length, step.name, "total", median(totals), total_bytes};

@@ -1,7 +1,7 @@
 #pragma once
 // Pieces of one selection step shared by the evaluator (eval, select) and the
 // inspector (the viewer): the block list, its queries on the device, the rows
-// of a selection, and the attended set of METHODS.md.
+// of a selection, and the attended set of docs/methods.md.
 #include <vector>
 
 #include "attention.h"
@@ -39,7 +39,7 @@ inline uint32_t rows_of(const AttentionShape& shape, Granularity granularity) {
   return granularity == Granularity::kv_head ? shape.kv_heads : shape.heads;
 }
 
-// The attended set A of METHODS.md: the selection, plus the chunk's own causal keys in prefill.
+// The attended set A of docs/methods.md: the selection, plus the chunk's own causal keys in prefill.
 AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, const vk::Buffer& selection,
                                 uint32_t heads_per_list, uint32_t width);
 

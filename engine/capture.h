@@ -29,7 +29,7 @@ struct CaptureLayer {
   const TensorView* v = nullptr;  // [G, T, d]
 };
 
-// A capture file (../shared/spec/CAPTURE.md), checked in full on open.
+// A capture file (docs/capture.md), checked in full on open.
 class Capture {
  public:
   explicit Capture(const std::filesystem::path& path);

@@ -10,7 +10,7 @@ namespace kv {
 // on the CPU, Loki's basis, pipeline compiles), and short timed runs, mostly
 // waits between submits, do not raise it again: every stage then ran 3-5x
 // slower. Under full load it came back in 0.1-0.8 s (nvidia-smi every 50 ms;
-// docs/perf.md, session 10). Does nothing on CPU devices (lavapipe).
+// docs/perf.md). Does nothing on CPU devices (lavapipe).
 void raise_clocks(const vk::Device& device, const vk::Buffer& source);
 
 }  // namespace kv

@@ -6,6 +6,7 @@
 #include "attention.h"
 #include "block_step.h"
 #include "error.h"
+#include "methods/table.h"
 #include "selection_metrics.h"
 
 namespace kv {

@@ -14,7 +14,7 @@ struct EvalConfig {
   uint32_t probes = 64;  // decode: the last `probes` positions
   uint32_t chunk = 128;  // prefill: B_CP
   uint32_t last_chunks = 0;  // prefill: only the last N chunks; 0 = all
-  std::vector<std::string> methods;  // "dense" and any of method_names()
+  std::vector<std::string> methods;  // "dense" and any of method_table()
   std::vector<uint32_t> budgets;
   MethodOptions options;
 };
@@ -54,7 +54,7 @@ using Progress = std::function<void(size_t, size_t)>;
 std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                                     const EvalConfig& config, const Progress& progress = {});
 
-// The selection of one method at one budget for every block, as CLI.md's selection file holds it.
+// The selection of one method at one budget for every block, as docs/cli.md's selection file holds it.
 struct SelectionResult {
   std::string method;
   Mode mode = Mode::decode;

@@ -5,7 +5,7 @@ namespace kv {
 
 // Whether the device's 16x16 cooperative matrices (fp16 A operand, fp32
 // accumulator) put each element in the lane and slot where NVIDIA's do (the
-// H100's driver, docs/perf.md session 25): lane l, with g = l / 4 and
+// H100's driver, docs/perf-experiments.md): lane l, with g = l / 4 and
 // t = l % 4, holds in order (g, 2t), (g, 2t + 1), (g, 2t + 8), (g, 2t + 9),
 // then the same columns of row g + 8. Cooperative matrices leave this to the
 // implementation, so kernels that touch elements by index ask here first:

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "methods/table.h"
+
 namespace kv {
 
 Inspector::Inspector(const vk::Device& device, const Capture& capture, int layer, Mode mode, uint32_t chunk)

@@ -5,55 +5,35 @@
 #include <string>
 #include <vector>
 
+#include "block.h"
 #include "gpu_layer.h"
 #include "vk/pass.h"
 
 namespace kv {
 
-enum class Mode { decode, prefill };
-enum class Granularity { query_head, kv_head };
-enum class HeadAggregate { head, max, mean };  // --gqa-agg
+enum class HeadAggregate : uint32_t { head, max, mean };  // --gqa-agg
+enum class GroupReduce : uint32_t { mean, max };           // --quoka-group
 
-const char* mode_name(Mode mode);
-const char* granularity_name(Granularity granularity);
-
-// Every method's parameters (../shared/spec/METHODS.md), with the spec's defaults.
+// Every method's parameters (docs/methods.md), with their defaults. Each field
+// is a 32-bit value that one row of option_table() (methods/table.h) reads and
+// writes: the CLI's flags, the viewer's controls and key() all come from there.
 struct MethodOptions {
-  uint32_t page_size = 16;   // quest
-  uint32_t group_size = 32;  // fier
-  uint32_t n_q = 16;         // quoka
-  bool quoka_max = false;    // quoka --quoka-group max
+  uint32_t page_size = 16;                      // quest
+  uint32_t group_size = 32;                     // fier
+  uint32_t n_q = 16;                            // quoka
+  GroupReduce quoka_group = GroupReduce::mean;  // quoka
   HeadAggregate gqa_agg = HeadAggregate::head;  // quest, fier
-  uint32_t n_sink = 4;       // streaming
-  uint32_t sparq_r = 32;     // sparq: query components kept
-  uint32_t snap_window = 32;  // snapkv: observation window (queries)
-  uint32_t snap_pool = 7;     // snapkv: average-pooling kernel (odd)
-  uint32_t loki_r = 32;       // loki: principal components kept
-  uint32_t sample_queries = 8;   // sampleattention: queries sampled
-  uint32_t sample_stride = 16;   // sampleattention: positions between them
+  uint32_t n_sink = 4;                          // streaming
+  uint32_t sparq_r = 32;                        // sparq: query components kept
+  uint32_t snap_window = 32;                    // snapkv: observation window (queries)
+  uint32_t snap_pool = 7;                       // snapkv: average-pooling kernel (odd)
+  uint32_t loki_r = 32;                         // loki: principal components kept
+  uint32_t sample_queries = 8;                  // sampleattention: queries sampled
+  uint32_t sample_stride = 16;                  // sampleattention: positions between them
 
-  // Every field, as text: a cache key for built methods and computed curves.
-  std::string key() const {
-    return std::to_string(page_size) + "/" + std::to_string(group_size) + "/" + std::to_string(n_q) + "/" +
-           std::to_string(quoka_max) + "/" + std::to_string(int(gqa_agg)) + "/" + std::to_string(n_sink) + "/" +
-           std::to_string(sparq_r) + "/" + std::to_string(snap_window) + "/" + std::to_string(snap_pool) + "/" +
-           std::to_string(loki_r) + "/" + std::to_string(sample_queries) + "/" + std::to_string(sample_stride);
-  }
+  // Every option, as text: a cache key for built methods and computed curves.
+  std::string key() const;
 };
-
-// One selection step: a decode probe at position t, or a prefill chunk.
-struct Block {
-  Mode mode = Mode::decode;
-  uint32_t first_query = 0;  // decode: t; prefill: the chunk's first position
-  uint32_t n_queries = 1;    // decode: 1; prefill: the chunk's length
-  // Keys a selection picks from: [0, t] in decode, the past [0, c * B_CP) in prefill.
-  uint32_t candidates() const { return mode == Mode::decode ? first_query + 1 : first_query; }
-};
-
-// The last `probes` positions, one block each.
-std::vector<Block> decode_blocks(uint32_t tokens, uint32_t probes);
-// Chunks of `chunk` queries; chunk 0 is included (it has no past).
-std::vector<Block> prefill_blocks(uint32_t tokens, uint32_t chunk);
 
 // What every method reads for a block, on the device.
 struct BlockInputs {
@@ -89,13 +69,5 @@ class Method {
   virtual void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
                       const vk::Buffer& indices) = 0;
 };
-
-// Method names of the registry, in the order eval prints them.
-const std::vector<std::string>& method_names();
-bool method_supports(const std::string& name, Mode mode);
-
-// Builds a method for one layer and regime; blocks have at most max_queries queries.
-std::unique_ptr<Method> make_method(const vk::Device& device, const GpuLayer& layer, const std::string& name,
-                                    const MethodOptions& options, Mode mode, uint32_t max_queries);
 
 }  // namespace kv

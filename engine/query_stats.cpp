@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "query_stats.spv.h"
 #include "vk/pass.h"
 

@@ -4,7 +4,7 @@
 
 #include "capture.h"
 #include "gpu_layer.h"
-#include "method.h"
+#include "block.h"
 #include "vk/kernel.h"
 
 namespace kv {

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "method.h"
+#include "block.h"
 
 namespace kv {
 
-// A selection file (CLI.md, `select --out`), read back and checked in full:
+// A selection file (docs/cli.md, `select --out`), read back and checked in full:
 // `indices` I32 [n_blocks, n_rows, K], rows ascending and -1 padded at the end;
 // `block_pos` I32 [n_blocks], non-negative; metadata method, mode, budget,
 // granularity and params (JSON). Anything else is an InputError naming the file.

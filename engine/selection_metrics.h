@@ -3,11 +3,11 @@
 
 #include "attention.h"
 #include "capture.h"
-#include "method.h"
+#include "block.h"
 
 namespace kv {
 
-// Per query head metrics of one block (METHODS.md): coverage and output
+// Per query head metrics of one block (docs/methods.md): coverage and output
 // error (means over the block's queries), recall against the oracle's set.
 struct HeadMetrics {
   double coverage = 0, recall = 0, output_error = 0;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "topk_long.spv.h"
 #include "topk_row.spv.h"
 
@@ -17,8 +17,8 @@ constexpr uint32_t kRowWorkgroup = 512, kLongWorkgroup = 512;  // their TOPK_WOR
 // its workgroups each at 72 registers). Every workgroup of a row draws the
 // row's sample and finds its threshold, so fewer of them do less twice: on
 // the H100, Fier's 32 rows of 32k / 128k took 37.4 / 55.4 us at 256, 27.2 /
-// 41.3 at 128 and 30.9 / 58.1 at 64 (docs/perf.md, session 29); with the
-// next slice loaded ahead, 36.3 / 51.6, 26.0 / 38.3 and 29.6 / 52.4 (session 30).
+// 41.3 at 128 and 30.9 / 58.1 at 64 (docs/perf-experiments.md); with the
+// next slice loaded ahead, 36.3 / 51.6, 26.0 / 38.3 and 29.6 / 52.4.
 constexpr uint32_t kLongWorkgroupsTarget = 128;
 
 // A row's select state packs its gathered keys (at most its scores, which

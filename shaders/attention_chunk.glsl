@@ -16,7 +16,7 @@
 // max meets over the row's four lanes with two shuffles, O is rescaled
 // element by element, and P = exp2(S - m) is formed in fp16 in place as the A
 // operand of O += P V (S and P through shared memory, two lanes a row, took
-// the H100's 32k dense chunk 680 us against 482: docs/perf.md, session 25).
+// the H100's 32k dense chunk 680 us against 482: docs/perf-experiments.md).
 // That needs the fragments' element layout, which
 // cooperative matrices leave to the implementation: the engine runs this
 // kernel only where has_mma_fragment_layout found NVIDIA's (lane l, g = l / 4,
@@ -105,12 +105,12 @@ bool key_visible(uint slot0, uint column, uint row_limit, uint row_visible_end) 
 // The key loop over the tiles from FIRST to END (a multiple of KEY_TILE
 // apart, or END = slot_end), each tile staged from the registers the previous
 // one loaded, its next tile's loads issued (hidden behind this tile's work;
-// one load latency a tile otherwise dominated it: docs/perf.md, session 5),
+// one load latency a tile otherwise dominated it: docs/perf-experiments.md),
 // then S = Q K^T on tensor cores, the online softmax and O += P V. MASKED
 // compiles the causal mask in; tiles every row sees in full leave it out.
 // A macro, not a function, so that the loop compiles as it did written
 // inline: on the H100 this kernel moved by 5-25% with changes to the loop's
-// shape that kept its work (docs/perf.md, sessions 35 and 36).
+// shape that kept its work (docs/perf-experiments.md).
 #define KEY_LOOP(FIRST, END, MASKED) \
   for (uint slot0 = FIRST; slot0 < END; slot0 += KEY_TILE) { \
     [[unroll]] for (uint k = 0u; k < PIECES; ++k) { \
@@ -183,7 +183,7 @@ void main() {
   // any is staged, into registers the key loop's fragments do not hold yet
   // (H100 sparse chunk 37 -> 33.5 us). The dense chunk's loop, hundreds of
   // tiles, ran 23% slower in that form (213 registers against 204), so it
-  // loads each round in its turn (docs/perf.md, session 27).
+  // loads each round in its turn (docs/perf-experiments.md).
   uvec4 query_pieces[QUERY_PIECES];
   [[unroll]] for (uint k = 0u; k < QUERY_PIECES; ++k) {
     const uint i = tid + gl_WorkGroupSize.x * k;
@@ -241,7 +241,7 @@ void main() {
   // The tile's largest causal limit, that of its last query (tile_row): every
   // lane walking all ROWS rows for it, integer divisions each, took ~13k
   // cycles a workgroup (the H100's 8k dense chunk 138 -> 131 us without,
-  // docs/perf.md, session 36).
+  // docs/perf-experiments.md).
   const uint slots = causal_limit(min(pc.n_queries, (query_tile + 1u) * pc.queries_per_tile) - 1u);
 #endif
   const uint slot_begin = split * pc.split_keys;
@@ -249,7 +249,7 @@ void main() {
   // A dense row sees the split's keys below this (a key list's rows do not
   // use it). Its keys are their slots, so the mask needs no tile_keys: 16
   // shared-memory reads a lane a tile fewer took the H100's dense chunk from
-  // 483-488 to 466-469 us at 32k (docs/perf.md, session 35).
+  // 483-488 to 466-469 us at 32k (docs/perf-experiments.md).
   const uint visible_end[2] = {min(slot_end, limit[0]), min(slot_end, limit[1])};
 
   int next_keys[KEY_PIECES];
@@ -260,7 +260,7 @@ void main() {
 #else
   // Every row sees every key of the split's tiles below its first query's
   // limit: those skip the mask (22 us of the H100's 32k dense chunk when
-  // removed, docs/perf.md, session 35); the last tiles keep it.
+  // removed, docs/perf-experiments.md); the last tiles keep it.
   const uint seen_by_all = min(slot_end, causal_limit(query_tile * pc.queries_per_tile));
   const uint unmasked_end = seen_by_all > slot_begin ? slot_begin + (seen_by_all - slot_begin) / KEY_TILE * KEY_TILE : slot_begin;
   KEY_LOOP(slot_begin, unmasked_end, false)
@@ -276,8 +276,8 @@ void main() {
   // O leaves through shared memory, two fragments (32 channels) at a time, in
   // 16-byte pieces, 8 lanes a row: a store instruction covers 4 rows' 128
   // contiguous bytes. (A lane storing its own row's 16 floats, 32 rows apart
-  // in one instruction, cost ~9 us a dispatch on the H100: docs/perf.md,
-  // session 15.)
+  // in one instruction, cost ~9 us a dispatch on the H100:
+  // docs/perf-experiments.md.)
   [[unroll]] for (uint b = 0u; b < D_BLOCKS; b += 2u) {
     coopMatStoreNV(o[b], scores_tile, region, S_STRIDE, false);
     coopMatStoreNV(o[b + 1u], scores_tile, region + FRAGMENT, S_STRIDE, false);

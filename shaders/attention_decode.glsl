@@ -17,7 +17,7 @@
 // list of one head whose splits one round of merge_row's loads covers
 // (pc.merge_here: per-head lists, and dense decode where H = G), the last
 // split of the row to finish does, which saves the merge's dependent dispatch
-// (H100, Quest and Fier decode: 1.2-1.4 us a step; docs/perf.md, session 22).
+// (H100, Quest and Fier decode: 1.2-1.4 us a step; docs/perf-experiments.md).
 // That needs no workgroup to wait for another, only an arrival counter.
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 layout(constant_id = 0) const uint HEAD_DIM = 128;
@@ -66,7 +66,7 @@ void load_slots(uint slot0, uint slot_end, uint list, uint kv_head, uint key_lim
       // key 0, which gets weight 0. Without the condition `dense_partial` went
       // from 185.7-186.1 to 184.7-185.0 us at 128k on the H100; the lists'
       // keys gained nothing and QuoKA decode's lost 0.3 us, so they keep it
-      // (docs/perf.md, session 33).
+      // (docs/perf-experiments.md).
       if (chunk < CHUNKS) {
         const uint e = (kv_head * pc.n_tokens + uint(max(key[u], 0))) * HEAD_DIM + chunk * 8u;
 #endif
@@ -121,7 +121,7 @@ void main() {
   // together. As contiguous runs, dense decode's 64 splits a head read 64
   // stretches at once and took 7.6 / 14.9 us longer than a plain read of the
   // same bytes at 32k / 128k on the H100; dealt out, the step went 62.0 ->
-  // 60.7 us and 195.4 -> 191.7 (sparse lists unchanged; docs/perf.md, session 31).
+  // 60.7 us and 195.4 -> 191.7 (sparse lists unchanged; docs/perf-experiments.md).
   const uint slot_step = pc.n_splits * KEY_GROUPS * UNROLL;
   const uint slot_begin = split * KEY_GROUPS * UNROLL, slot_end = slots;
 
@@ -135,7 +135,7 @@ void main() {
 
   // The next pass's keys and values are loaded before this pass's are used, so
   // loads stay in flight while a pass computes (H100 dense decode: 66.8 -> 63.1
-  // us at 32k, 213 -> 197 at 128k; docs/perf.md, session 10).
+  // us at 32k, 213 -> 197 at 128k; docs/perf-experiments.md).
   int next_key[UNROLL];
   uvec4 next_k[UNROLL][PER_LANE][2], next_v[UNROLL][PER_LANE][2];
   load_slots(slot_begin, slot_end, list, kv_head, key_limit, group, lane, next_key, next_k, next_v);

@@ -8,7 +8,7 @@
 // key tile: lavapipe ends an invocation's loops after 65535 iterations
 // (vk::DeviceInfo::loop_limit), so the splits there are sized from it. Keep
 // the two in step. (Unrolling the inner loops would cut the count, but lavapipe
-// then took up to 70 s to compile a variant: docs/perf.md, session 13.)
+// then took up to 70 s to compile a variant: docs/perf-experiments.md.)
 layout(constant_id = 0) const uint HEAD_DIM = 128;
 layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;
 layout(constant_id = 2) const uint ROWS = 16;

@@ -3,7 +3,7 @@
 // Invocation (group, chunk) sums queries group, group + MEAN_GROUPS, ... of one
 // 16-byte chunk, then the groups' sums are added: one invocation per chunk
 // walking all n queries, one load after another, took 16-20 µs at n = 128 on
-// the H100 (docs/perf.md, session 6).
+// the H100 (docs/perf-experiments.md).
 const uint MEAN_CHUNKS = HEAD_DIM / 8u, MEAN_GROUPS = MEAN_WORKGROUP / MEAN_CHUNKS;  // d <= 512: at least 2 groups
 const uint MEAN_SUMS = MEAN_GROUPS * HEAD_DIM;
 shared float partial_sums[MEAN_SUMS];

@@ -11,7 +11,7 @@ const float LOWEST_FLOAT = -3.402823466e38;
 // that lo = x - hi is exact in fp32 and fp16(lo) keeps about 22 bits of x in
 // all. Done on the bits: on the H100, hi taken as unpackHalf2x16(packHalf2x16(x))
 // gave scores no better than fp16(x) alone, as if the round trip were folded
-// to x and lo were zero (docs/perf.md, session 9).
+// to x and lo were zero (docs/perf-experiments.md).
 vec4 fp16_high_part(vec4 x) { return uintBitsToFloat(floatBitsToUint(x) & 0xffffe000u); }
 
 // Eight values as fp16 in one 16-byte word, a then b: one piece of a

@@ -8,11 +8,11 @@
 // head. The pair shares each load of the block's (lo, hi) and each read of the
 // queries from shared memory: on the H100, one token an invocation took 27.9 /
 // 79.2 us at 32k / 128k, a pair 23.1 / 63.4; four were slower at 8k and 32k
-// (docs/perf.md, session 18).
+// (docs/perf-experiments.md).
 //
 // The cache holds every block quantised over all T keys. A step's last block,
 // when the candidates end inside it (pc.fresh_block), is quantised over the
-// candidates only, as METHODS.md cuts keys [0, t]: here, by the workgroups
+// candidates only, as docs/methods.md cuts keys [0, t]: here, by the workgroups
 // whose tokens it holds (fier_block.glsl), for their tokens' scores alone. The
 // cache is never changed, so no step pays a dispatch to update or restore it.
 #extension GL_GOOGLE_include_directive : require
@@ -110,7 +110,7 @@ void main() {
     vec4 score = vec4(0.0), score_next = vec4(0.0);
     if (fresh) {
       // A loop, not two calls: each inlined copy of fresh_scores is code that
-      // every SM fetches (two copies cost 1.5 us at 8k on the H100, session 18).
+      // every SM fetches (two copies cost 1.5 us at 8k on the H100).
       [[dont_unroll]] for (uint t = 0u; t < (pair ? 2u : 1u); ++t) {
         const vec4 fresh_score = fresh_scores(head_row + token + t);
         if (t == 0u) score = fresh_score; else score_next = fresh_score;

@@ -40,7 +40,7 @@ void quantize_block_bounds(uint first_row, uint end_row) {
 // Word `word` of key row `row`'s bits (channels 32 word .. 32 word + 31), against
 // the bounds in block_low and block_high. The test is 2 (k - lo) >= hi - lo:
 // a division may round (k - lo) / (hi - lo) below 0.5 where k sits exactly
-// halfway, as the H100's did (common in fp16 keys; docs/perf.md, session 9).
+// halfway, as the H100's did (common in fp16 keys; docs/perf-experiments.md).
 uint quantize_key_word(uint row, uint word) {
   uint packed = 0u;
   for (uint part = 0u; part < 4u; ++part) {

@@ -6,7 +6,7 @@
 // SLICES-th split, four loads in flight, and the slices' sums meet in shared
 // memory. (One invocation per channel walking all the splits waited on one
 // load after another: 56.5 us for the 512 splits of 128k on the H100,
-// docs/perf.md, session 11.)
+// docs/perf-experiments.md.)
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

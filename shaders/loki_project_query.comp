@@ -6,7 +6,7 @@
 // component, a quarter of d each, their basis loads issued in batches, the
 // first before the queries' loads are waited on.
 // Projecting in each of loki_scores' 1024 workgroups cost the step ~20 us on
-// the H100, every one of them reading the same basis (docs/perf.md, session 32).
+// the H100, every one of them reading the same basis (docs/perf-experiments.md).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

@@ -6,12 +6,12 @@
 // group: the query heads of a KV head read the same projected keys, so a
 // workgroup scores its tokens for four of them per read (one vec4 of U q per
 // component), as fier_approx_scores does. One workgroup per head read the
-// projected keys once per head, 4x the bytes at GQA 4 (docs/perf.md, session 9).
+// projected keys once per head, 4x the bytes at GQA 4 (docs/perf-experiments.md).
 //
 // A token's components are loaded in batches, every load unconditional (past
 // the rank they repeat the last component, weighed 0), so that none waits on
 // a branch: loads behind `c < rank` took this loop 133.8 us at 128k on the
-// H100, unconditional ones 57.2 (docs/perf.md, session 32).
+// H100, unconditional ones 57.2 (docs/perf-experiments.md).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

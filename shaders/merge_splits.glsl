@@ -8,9 +8,9 @@
 // Each issues the loads of a batch of its splits' (max, sum) and channels
 // before it uses any and keeps a running max, sum and output over its splits,
 // so a row costs one round of loads per batch and one barrier, after which the
-// groups' results meet in shared memory. (Before session 22 the row's max and
-// sum were workgroup reductions over the splits' stats and the outputs were
-// read after them: two rounds of loads and five barriers.)
+// groups' results meet in shared memory. (Workgroup reductions of the row's max
+// and sum over the splits' stats, the outputs read after them, took two rounds
+// of loads and five barriers.)
 //
 // The includer declares HEAD_DIM and WORKGROUP (at least HEAD_DIM / 4);
 // partial_stats (vec2, [rows, n_splits]) and log_sum_exp (float, [rows]);

@@ -28,7 +28,7 @@ layout(std430, binding = 2) writeonly buffer Scores { float scores[]; };     // 
 // channels (9.9 / 13.7 / 21.4 -> 6.7 / 9.5 / 18.8 us at 8k / 32k / 128k with
 // the engine's choice of parts); bigger register arrays, more shared memory,
 // a whole group per invocation, page-major or tile-major bounds, or a
-// subgroupAdd per page were all slower (docs/perf.md, session 21).
+// subgroupAdd per page were all slower (docs/perf-experiments.md).
 layout(constant_id = 2) const uint PARTS = 4u;  // 2, 4 or 8: the engine picks by the dispatch's size (methods/quest.cpp)
 const uint PAGES = 128u / PARTS, TILE = 8u, BATCH = 4u;
 shared float batch_query[BATCH * HEAD_DIM];

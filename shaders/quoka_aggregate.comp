@@ -28,7 +28,7 @@ const uint CHUNKS = HEAD_DIM / 8u;
 // Heads whose kept queries are loaded together: one wait and one barrier for
 // all of them, where a head at a time cost two dependent loads and two
 // barriers each (on the H100 6.0 -> 4.8 us at 8k, unchanged at 32k and 128k;
-// docs/perf.md, session 19).
+// docs/perf-experiments.md).
 const uint HEADS_AT_ONCE = 4u;
 shared vec4 subgroup_norms[64];  // per subgroup: the batch's squared norms so far
 

@@ -6,7 +6,7 @@
 // fragments of 16 keys on its own, with the next fragment's loads in flight
 // (two in flight took 156 registers against 96 and were slower). On the H100
 // at 128k: 111 us, 77% of the read bandwidth, against the staging kernel's
-// 169 (docs/perf.md, session 25).
+// 169 (docs/perf-experiments.md).
 //
 // The products are S^T = K A^T: K, 16 keys x 16 channels, is the A operand,
 // built element by element from each lane's registers. That needs to know
@@ -64,7 +64,7 @@ uint physical_channel(uint piece, uint u) { return 8u * (4u * (piece / 4u) + u /
 
 // This lane's pieces of key `key`. A key past the candidates loads the last
 // candidate instead, whose scores are not stored: loads behind a condition
-// took 0.4-1.2 us longer on the H100 (docs/perf.md, session 33).
+// took 0.4-1.2 us longer on the H100 (docs/perf-experiments.md).
 void fetch_key(uint kv_head, uint key, uint t, out uvec4 pieces[LANE_PIECES]) {
   [[unroll]] for (uint m = 0u; m < LANE_PIECES; ++m)
     pieces[m] = keys[(kv_head * pc.n_tokens + min(key, max(pc.n_candidates, 1u) - 1u)) * CHUNKS + 4u * m + t];
@@ -87,8 +87,8 @@ void main() {
   const uint n_tiles = (pc.n_candidates + KEYS - 1u) / KEYS;
   // The workgroups of a KV head deal out its tiles (workgroup w takes tiles w,
   // w + workgroups, ...), so that they read one stretch of keys together;
-  // contiguous runs of tiles were 1-1.5 us slower on the H100 (docs/perf.md,
-  // session 31).
+  // contiguous runs of tiles were 1-1.5 us slower on the H100
+  // (docs/perf-experiments.md).
   const uint tile_step = gl_NumWorkGroups.x;
 
   uvec4 next0[LANE_PIECES], next1[LANE_PIECES];  // keys g and g + 8 of the next fragment

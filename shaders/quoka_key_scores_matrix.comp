@@ -11,7 +11,7 @@
 // workgroup fewer per SM (72 against 60 µs at 32k, docs/perf.md). The
 // aggregates are fp32; each enters the fp16 products as hi + lo (hi =
 // fp16_high_part(a), lo = fp16(a - hi)), two products into one fp32 accumulator, so a
-// score keeps about 22 bits of the aggregate instead of fp16's 11 (METHODS.md:
+// score keeps about 22 bits of the aggregate instead of fp16's 11 (docs/methods.md:
 // fp16 inputs, fp32 accumulation). The scalar kernel was bound by its FMAs
 // (16 aggregates x 128 channels per key); here the latency between a tile's
 // dependent products bounds it.

@@ -8,7 +8,7 @@
 // arrival counter, as attention_decode.glsl's) adds them up in head order, so
 // the sum is the same whichever finishes last. No workgroup waits for
 // another. Against a separate aggregate stage this took QuoKA prefill on the
-// H100 from 120.5 to 117-118 us at 32k (docs/perf.md, session 28). A chunk of
+// H100 from 120.5 to 117-118 us at 32k (docs/perf-experiments.md). A chunk of
 // at most n_keep queries keeps all, in position order: the engine then skips
 // this kernel for quoka_aggregate.
 //

@@ -6,7 +6,7 @@
 // invocations a channel, each comparing it with a part of the channels, so
 // that the step waits on a quarter of the d comparisons. Ranking the channels
 // in each of sparq_scores' 1024 workgroups cost the step ~20 us on the H100
-// (docs/perf.md, session 32).
+// (docs/perf-experiments.md).
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 

@@ -7,7 +7,7 @@
 // warp's loads are whole key rows, and a round's partial products for the four
 // heads meet in shared memory while the next round's loads are in flight. An
 // invocation reading its own key's 16-byte pieces in turn touched half of each
-// 32-byte sector a load (docs/perf.md, session 32).
+// 32-byte sector a load (docs/perf-experiments.md).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

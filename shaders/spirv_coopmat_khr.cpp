@@ -8,7 +8,7 @@
 // type names its use, so a matrix loaded as B is loaded in B's layout. In the
 // H100's SASS the dense chunk kernel's key loop held 128 MOVMs a tile and
 // subgroup with NV matrices and none with KHR ones, and the 32k dense prefill
-// chunk went from 434 to 303-306 us (docs/perf.md, session 37).
+// chunk went from 434 to 303-306 us (docs/perf-experiments.md).
 //
 // What it handles is what glslang writes for attention_chunk.glsl: fp16
 // matrices (A, or B where a product takes them as B) and fp32 accumulators,

@@ -195,7 +195,7 @@ uvec2 workgroup_max(uvec2 value) {
 // lower bits zero) with every tie taken, and the lower digits need not be
 // fixed. The selection is the same; with k much smaller than the candidates
 // the bin often holds one key, and a level is ~1.5-2 us of barriers on the
-// H100 (docs/perf.md, session 16).
+// H100 (docs/perf-experiments.md).
 Select select_within(uint count, Select select, uvec2 extremes) {
   int top = fix_shared_bits(select, extremes);
   while (top >= 0) {

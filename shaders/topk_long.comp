@@ -25,7 +25,7 @@
 // No workgroup waits for another: the last one does what is left. This
 // replaced three dispatches (a level-0 histogram, a gather, a finish), each a
 // dependent dispatch's ~3 us on the H100, and for rows of up to 32768 one
-// workgroup reading the row a pass per level (docs/perf.md, session 29).
+// workgroup reading the row a pass per level (docs/perf-experiments.md).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"
@@ -123,7 +123,7 @@ shared uvec2 slice_places[TOPK_MAX_SLICES];  // (first slot in `gathered`, first
 // The row's sample, TOPK_SAMPLE / WORKGROUP keys an invocation, loaded as
 // vec4s: single keys, each from its own 32-byte sector, made every workgroup
 // of a row read the whole row again (Fier's 32 rows at 32k / 128k: top-k 2 /
-// 3 us slower on the H100; docs/perf.md, session 29).
+// 3 us slower on the H100; docs/perf-experiments.md).
 const uint SAMPLE_VECTORS = TOPK_SAMPLE_VECTORS / WORKGROUP, SAMPLE_KEYS = 4u * SAMPLE_VECTORS;
 uint sample_keys[SAMPLE_KEYS];
 

@@ -12,7 +12,7 @@
 // passes whose per-invocation loops shorten as the workgroup grows. On the
 // H100 the top-k of rows of 2048 / 8192 took 12.2 / 18.5 us at 256
 // invocations, 10.8-11.1 / 14.7-14.8 at 512 and 11.4 / 13.7-13.8 at 1024
-// (docs/perf.md, session 23).
+// (docs/perf-experiments.md).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "layouts.h"

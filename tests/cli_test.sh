@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CLI contract (../shared/spec/CLI.md): exit codes, one-line errors, no half-written files.
+# The CLI contract (docs/cli.md): exit codes, one-line errors, no half-written files.
 set -u
 kvscope=$1
 work=$(mktemp -d)

@@ -1,5 +1,5 @@
-// Capture reader and writer: round trip, and every check of CAPTURE.md's
-// "Rules for readers" refusing a malformed file with a one-line error.
+// Capture reader and writer: round trip, and every check of docs/capture.md's
+// "What a reader checks" refusing a malformed file with a one-line error.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -228,7 +228,7 @@ TEST(Capture, FiniteCaptureHasNoNonFiniteValue) {
 namespace kv {
 namespace {
 
-// The selection file of CLI.md read back, and refused when it breaks a rule.
+// The selection file of docs/cli.md read back, and refused when it breaks a rule.
 std::filesystem::path write_selection(const std::string& name, std::vector<int32_t> indices,
                                       std::vector<int32_t> positions, std::map<std::string, std::string> metadata) {
   const std::filesystem::path path = test::temp_path(name + ".safetensors");

@@ -5,7 +5,7 @@
 // number (engine/attention.cpp), so the number must be the device's.
 #include "../shaders/layouts.h"
 #include "loop_probe.spv.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "test_device.h"
 #include "vk/buffer.h"
 #include "vk/kernel.h"

@@ -1,4 +1,4 @@
-// Every method in both regimes against its float64 reference (METHODS.md
+// Every method in both regimes against its float64 reference (docs/methods.md
 // "Ties and precision"): the GPU set's recall against the reference set, and
 // the metrics of eval against the reference metrics.
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include "temp_files.h"
 #include "methods/fier_keys.h"
 #include "methods/quest_pages.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "reference/selection.h"
 #include "synth.h"
 #include "test_device.h"
@@ -38,7 +38,7 @@ struct MethodCase {
 MethodOptions options_of(const MethodCase& c) {
   MethodOptions o;
   o.n_q = 8;
-  if (c.method == "quoka") o.quoka_max = c.variant == "max";
+  if (c.method == "quoka" && c.variant == "max") o.quoka_group = GroupReduce::max;
   if (c.variant == "max" && c.method != "quoka") o.gqa_agg = HeadAggregate::max;
   if (c.variant == "mean") o.gqa_agg = HeadAggregate::mean;
   if (c.variant == "r5") o.sparq_r = 5;         // fewer channels than one 16-byte piece holds
@@ -74,7 +74,7 @@ TEST_P(MethodTest, SelectionMatchesReference) {
   const uint32_t probes = c.method == "quoka" && c.mode == Mode::decode ? 12 : 3;
   SelectionResult gpu = select_layer(device, capture, layer, c.method, options, c.mode, c.budget, probes, c.chunk);
   const reference::HostLayer host = reference::host_layer(capture, layer);
-  ASSERT_EQ(gpu.granularity, reference::granularity(c.method, options, c.mode));
+  ASSERT_EQ(gpu.granularity, find_method(c.method).granularity(options, c.mode));
 
   double recall_sum = 0;
   size_t rows = 0, ambiguous_rows = 0;
@@ -148,7 +148,7 @@ const AttentionShape kManySplits{4, 2, 13000, 128};
 // KeyDiff's key sums and key scores read a key as d / 8 invocations side by
 // side: with d = 40, 25 keys take 125 of the 128 invocations.
 const AttentionShape kKeyOf40{4, 2, 700, 40};
-// H2O's window of every query so far: 4800 window rows a KV head. Session 13's
+// H2O's window of every query so far: 4800 window rows a KV head. An earlier
 // window_scores ended its loops early here under lavapipe's loop limit
 // (vk::DeviceInfo::loop_limit); the tiled kernels stay far under it.
 const AttentionShape kLongWindow{8, 2, 1200, 128};
@@ -161,7 +161,8 @@ const AttentionShape kGroupOf10{20, 2, 700, 96};
 std::vector<MethodCase> method_cases() {
   std::vector<MethodCase> cases;
   for (Mode mode : {Mode::decode, Mode::prefill}) {
-    for (const std::string& method : method_names()) {
+    for (const MethodSpec& spec : method_table()) {
+      const std::string method = spec.name;
       cases.push_back({method, mode, kGqa, DType::f16, 64, ""});
       cases.push_back({method, mode, kMha, DType::f16, 40, ""});
       cases.push_back({method, mode, kGqa128, DType::bf16, 100, ""});
@@ -220,7 +221,7 @@ EvalConfig every_method(Mode mode, uint32_t probes, std::vector<uint32_t> budget
   config.probes = probes;
   config.chunk = 64;
   config.methods = {"dense"};
-  for (const std::string& m : method_names()) config.methods.push_back(m);
+  for (const MethodSpec& m : method_table()) config.methods.push_back(m.name);
   config.budgets = std::move(budgets);
   return config;
 }
@@ -262,8 +263,8 @@ TEST_P(MetricsTest, EvalMetricsMatchReferenceAndOracleLeads) {
       auto selection = reference::select(row.method, config.options, host, block, row.budget);
       auto oracle = reference::select("oracle", config.options, host, block, row.budget);
       for (const reference::HeadMetrics& h :
-           reference::metrics(host, block, selection, reference::granularity(row.method, config.options, mode), oracle,
-                              reference::granularity("oracle", config.options, mode), needle_first, needle_end)) {
+           reference::metrics(host, block, selection, find_method(row.method).granularity(config.options, mode), oracle,
+                              find_method("oracle").granularity(config.options, mode), needle_first, needle_end)) {
         if (h.needle_recall >= 0) {
           needle_sum += h.needle_recall;
           ++needle_count;
@@ -323,7 +324,7 @@ MethodOptions fier_options(uint32_t group_size, HeadAggregate aggregate) {
 MethodOptions quoka_options(bool max, uint32_t n_q = 8) {
   MethodOptions o;
   o.n_q = n_q;
-  o.quoka_max = max;
+  o.quoka_group = max ? GroupReduce::max : GroupReduce::mean;
   return o;
 }
 
@@ -507,7 +508,8 @@ TEST_P(DeterminismTest, SelectionsAndMetricsAreBitIdenticalAcrossRuns) {
       const MetricTriple &a = first[i].per_head[h], &b = second[i].per_head[h];
       EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << first[i].method << " k=" << first[i].budget << " head " << h;
     }
-  for (const std::string& m : method_names()) {
+  for (const MethodSpec& spec : method_table()) {
+    const std::string m = spec.name;
     const SelectionResult a = select_layer(test::device(), capture, layer, m, {}, mode, 100, 2, 64);
     const SelectionResult b = select_layer(test::device(), capture, layer, m, {}, mode, 100, 2, 64);
     EXPECT_EQ(a.indices, b.indices) << m;

@@ -2,7 +2,7 @@
 // rewrites from glslang's NV ones, checked on the CPU: no device here or in CI
 // can run them (Debian 12's SPIRV-Tools and validation layer predate the
 // extension), and a malformed module crashed the H100's driver while it was
-// written (docs/perf.md, session 37). What a product needs is checked: A
+// written (docs/perf-experiments.md). What a product needs is checked: A
 // operands typed MatrixA, B operands MatrixB, accumulators and results
 // MatrixAccumulator; nothing NV left; every instruction whole.
 #include <gtest/gtest.h>

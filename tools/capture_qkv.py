@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Exports a kvscope capture (../shared/spec/CAPTURE.md) from a Hugging Face causal LM.
+"""Exports a kvscope capture (docs/capture.md) from a Hugging Face causal LM.
 
 One forward pass over a prompt; Q and K after the model's own RoPE, and V, of the
 layers asked, in the model's dtype, with token ids and token text. The attention

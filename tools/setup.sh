@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
 # Installs kvscope's Debian 12 packages (when missing) and builds it into build/.
+#   bash tools/setup.sh          the CLI and the viewer: what the quick start runs
+#   bash tools/setup.sh --tests  everything ctest runs too: the test suite, its
+#                                sanitized copy and the fuzzers (clang), with the
+#                                validation layers and Xvfb they need
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ clang libclang-rt-14-dev make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
-          nlohmann-json3-dev libgtest-dev libimgui-dev libglfw3-dev libstb-dev xvfb xauth fonts-dejavu-core python3)
+tests=OFF
+case "${1:-}" in
+  "") ;;
+  --tests) tests=ON ;;
+  *) echo "usage: bash tools/setup.sh [--tests]" >&2; exit 2 ;;
+esac
+
+packages=(cmake g++ make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers nlohmann-json3-dev
+          libimgui-dev libglfw3-dev libstb-dev)
+[ $tests = ON ] && packages+=(clang libclang-rt-14-dev vulkan-validationlayers libgtest-dev xvfb xauth
+                              fonts-dejavu-core python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,5 +32,13 @@ fi
 
 # lavapipe and the loader want a runtime dir; CI shells often lack one.
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+# The quick start leaves an existing build's choice alone, so that running it
+# after the test command keeps the tests configured.
+if [ $tests = ON ] || [ ! -f build/CMakeCache.txt ]; then
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_BUILD_TESTS=$tests >/dev/null
+fi
+if [ $tests = ON ]; then
+  cmake --build build -j"$(nproc)"
+else
+  cmake --build build -j"$(nproc)" --target kvscope kvscope-viewer
+fi

@@ -7,6 +7,7 @@
 #include "capture.h"
 #include "evaluator.h"
 #include "inspector.h"
+#include "methods/table.h"
 #include "query_stats.h"
 
 namespace kv::viewer {
@@ -28,6 +29,8 @@ struct ViewState {
 
 // The viewer's UI state and a snapshot of engine results; it draws with ImGui
 // and asks the engine (Inspector, evaluate_layer) for every number it shows.
+// app.cpp holds the frame loop and the state's refreshes; each panel is a
+// file of its own (panel_*.cpp).
 class App {
  public:
   App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::string& capture_path, ViewState state);
@@ -38,6 +41,7 @@ class App {
   void refresh_curves();
   void refresh_query_stats();
   void controls_panel();
+  void option_control(const OptionSpec& option);
   void open_capture(const std::string& path);
   void map_panel();
   void text_view(float height);

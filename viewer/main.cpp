@@ -15,17 +15,19 @@
 
 #include "app.h"
 #include "error.h"
+#include "methods/table.h"
 #include "renderer.h"
 
 namespace {
 
 const char* const kUsage =
     "usage: kvscope-viewer CAPTURE [--device N|NAME] [--debug|--debug-sync] [--layer L] [--decode|--prefill]\n"
-    "                      [--block I] [--method M] [--budget K] [--head H] [--chunk B]\n"
+    "                      [--block I] [--method M] [--budget K] [--head H] [--chunk B] [method options]\n"
     "                      [--screenshot OUT.png] [--width W] [--height H] [--allow-nonfinite]\n\n"
     "Opens a capture and re-runs selection, sparse attention and metrics on the GPU\n"
     "whenever the method, budget, layer, head or block changes. --screenshot renders\n"
-    "the given state (a few frames, so the layout settles), writes a PNG and exits.\n";
+    "the given state (a few frames, so the layout settles), writes a PNG and exits.\n"
+    "Method options are kvscope's (kvscope select --help lists them).\n";
 
 struct GlfwSession {  // glfwInit / glfwTerminate
   GlfwSession() {
@@ -60,6 +62,12 @@ struct ImGuiSession {  // the ImGui context and its GLFW backend
     ImGui::DestroyContext();
   }
 };
+
+bool is_method_option(const std::string& flag) {
+  for (const kv::OptionSpec& o : kv::option_table())
+    if (flag == o.flag) return true;
+  return false;
+}
 
 int parse_int(const std::string& option, const char* text) {
   char* end = nullptr;
@@ -101,6 +109,7 @@ int main(int argc, char** argv) {
       else if (a == "--allow-nonfinite") state.allow_nonfinite = true;
       else if (a == "--width") width = parse_int(a, value());
       else if (a == "--height") height = parse_int(a, value());
+      else if (a.rfind("--", 0) == 0 && is_method_option(a.substr(2))) kv::find_option(a.substr(2)).parse(state.options, value());
       else if (a.rfind("--", 0) == 0) throw kv::InputError("unknown option " + a + " (see --help)");
       else if (capture_path.empty()) capture_path = a;
       else throw kv::InputError("more than one capture given");
@@ -109,9 +118,7 @@ int main(int argc, char** argv) {
     state.complete_before_drawing = !screenshot.empty();
     if (state.budget < 1 || state.chunk < 1 || width < 320 || height < 240)
       throw kv::InputError("--budget, --chunk, --width and --height must be positive (window at least 320x240)");
-    bool known = false;
-    for (const std::string& m : kv::method_names()) known |= m == state.method;
-    if (!known) throw kv::InputError("unknown method '" + state.method + "'");
+    kv::find_method(state.method);  // refuses an unknown one, listing the known
 
     auto capture = std::make_unique<kv::Capture>(capture_path);
     kv::require_finite(*capture, state.allow_nonfinite);

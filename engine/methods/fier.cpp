@@ -1,11 +1,11 @@
-// Fier (METHODS.md): approximate q . k from 1-bit keys with per-block (lo, hi),
+// Fier (docs/methods.md): approximate q . k from 1-bit keys with per-block (lo, hi),
 // top-k tokens. Prefill scores the chunk's mean query (docs/methods.md).
 #include "../shaders/layouts.h"
 #include "fier_approx_scores.spv.h"
 #include "methods/fier_keys.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "methods/mean_query.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "topk.h"
 
 namespace kv {
@@ -40,7 +40,7 @@ class Fier final : public Method {
   }
   ScoreView scores() const override { return {&scores_, rows_.rows, layer_.shape.tokens, 1}; }
   nlohmann::json params() const override {
-    return {{"group_size", options_.group_size}, {"gqa_agg", aggregate_name(options_.gqa_agg)}};
+    return {{"group_size", options_.group_size}, {"gqa_agg", find_option("gqa-agg").text(options_)}};
   }
   std::vector<vk::StageTime> build_times() const override { return build_times_; }
 
@@ -48,7 +48,7 @@ class Fier final : public Method {
               const vk::Buffer& indices) override {
     const AttentionShape& s = layer_.shape;
     const uint32_t candidates = block.candidates();
-    // METHODS.md cuts keys [0, t] into blocks: where the candidates end inside
+    // docs/methods.md cuts keys [0, t] into blocks: where the candidates end inside
     // a block the cache holds longer, the scores kernel quantises it over them;
     // the cache keeps every block over all T keys.
     const bool partial = candidates % options_.group_size != 0 && candidates < s.tokens;

@@ -4,8 +4,8 @@
 #include "keydiff_anchor.spv.h"
 #include "keydiff_key_sums.spv.h"
 #include "keydiff_scores.spv.h"
-#include "methods/kernels.h"
-#include "methods/registry.h"
+#include "layer_kernel.h"
+#include "methods/table.h"
 #include "topk.h"
 
 namespace kv {

@@ -6,10 +6,10 @@
 #include "loki_project_keys.spv.h"
 #include "loki_project_query.spv.h"
 #include "loki_scores.spv.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/pca.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "topk.h"
 
 namespace kv {

@@ -2,13 +2,13 @@
 
 #include "../shaders/layouts.h"
 #include "mean_query.spv.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 
 namespace kv {
 
 // mean_query's workgroup: each invocation sums n / (workgroup / (d / 8)) of the
 // queries. On the H100, 128 queries: 6.0 us at 128, 5.5 at 256 and 512
-// (docs/perf.md, session 27); 256 keeps its shared memory at 8 KB.
+// (docs/perf-experiments.md); 256 keeps its shared memory at 8 KB.
 constexpr uint32_t kMeanQueryWorkgroup = 256;
 
 MeanQuery::MeanQuery(const vk::Device& device, const GpuLayer& layer)

@@ -1,10 +1,10 @@
-// oracle: the best set for the budget, from dense attention (METHODS.md).
+// oracle: the best set for the budget, from dense attention (docs/methods.md).
 #include <algorithm>
 #include <limits>
 
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
-#include "methods/registry.h"
+#include "layer_kernel.h"
+#include "methods/table.h"
 #include "oracle_decode_scores.spv.h"
 #include "oracle_prefill_scores.spv.h"
 #include "topk.h"

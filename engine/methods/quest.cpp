@@ -1,11 +1,11 @@
-// Quest (METHODS.md): page min/max bounds of q . k, top pages plus the last page.
+// Quest (docs/methods.md): page min/max bounds of q . k, top pages plus the last page.
 // Prefill scores the chunk's mean query, and treats the last past key's page
 // as decode treats the page holding t (docs/methods.md).
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/quest_pages.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "quest_page_scores.spv.h"
 #include "topk.h"
 
@@ -20,8 +20,8 @@ namespace {
 // fewer make longer contiguous reads. A dispatch takes the fewest parts that
 // still give it this many workgroups (8 a streaming multiprocessor on the
 // H100), else 8. H100, page_scores us with 2 / 4 / 8 parts: 10.5 / 7.9 / 6.7
-// at 8k, 12.0 / 9.9 / 9.3 at 32k, 18.7 / 21.2 / 23.0 at 128k (docs/perf.md,
-// session 21).
+// at 8k, 12.0 / 9.9 / 9.3 at 32k, 18.7 / 21.2 / 23.0 at 128k
+// (docs/perf-experiments.md).
 constexpr uint32_t kPageScoreWorkgroups = 1024;
 constexpr uint32_t kPageScoreParts[] = {2, 4, 8};
 constexpr uint32_t kPageScoreWorkgroup = 128;  // quest_page_scores' local_size_x
@@ -68,7 +68,7 @@ class Quest final : public Method {
   }
   ScoreView scores() const override { return {&scores_, rows_.rows, pages_.pages(), options_.page_size}; }
   nlohmann::json params() const override {
-    return {{"page_size", options_.page_size}, {"gqa_agg", aggregate_name(options_.gqa_agg)}};
+    return {{"page_size", options_.page_size}, {"gqa_agg", find_option("gqa-agg").text(options_)}};
   }
   uint32_t list_width(uint32_t budget) const override { return std::max(budget, options_.page_size); }
   std::vector<vk::StageTime> build_times() const override { return build_times_; }

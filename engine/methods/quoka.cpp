@@ -1,12 +1,12 @@
-// QuoKA (METHODS.md): query subselection by cosine to the chunk's mean query,
+// QuoKA (docs/methods.md): query subselection by cosine to the chunk's mean query,
 // group aggregation, cosine scores against the keys, top B_SA. Per KV head.
 #include <algorithm>
 #include <optional>
 
 #include "../shaders/layouts.h"
 #include "fragment_layout.h"
-#include "methods/kernels.h"
-#include "methods/registry.h"
+#include "layer_kernel.h"
+#include "methods/table.h"
 #include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
 #include "quoka_key_scores_fragments.spv.h"
@@ -29,8 +29,8 @@ constexpr uint32_t kMatrixKeys = 64;          // keys per tile of both tensor-co
 constexpr uint32_t kMatrixAggregates = 16;    // their aggregates: one fragment's rows
 // Workgroups of each tensor-core kernel in all, each walking its share of the
 // tiles. On the H100, quoka_key_scores_matrix: 256 beat 512, 768, 1024 and
-// 2048 (docs/perf.md, session 6); quoka_key_scores_fragments: 512 beat 256,
-// 384, 640, 768, 1024 and 2048 (session 25).
+// 2048 (docs/perf-experiments.md); quoka_key_scores_fragments: 512 beat 256,
+// 384, 640, 768, 1024 and 2048.
 constexpr uint32_t kMatrixWorkgroups = 256;
 constexpr uint32_t kFragmentWorkgroups = 512;
 
@@ -73,8 +73,8 @@ class Quoka final : public Method {
     if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
     group_arrivals_.fill(0);  // quoka_query_cosine leaves it zeroed after every use
     // One aggregate (decode) costs quoka_key_scores_matrix more than the
-    // scalar kernel (docs/perf.md, session 6), quoka_key_scores_fragments less
-    // (3.6-4.1 us on the H100, session 25).
+    // scalar kernel (docs/perf-experiments.md), quoka_key_scores_fragments less
+    // (3.6-4.1 us on the H100).
     if (key_fragment_kernel_fits(device, layer.dtype, layer.shape.dim))
       key_matrix_.emplace(make_layer_kernel<layouts::QuokaPush>(
                               device, "quoka_key_scores_fragments",
@@ -95,7 +95,7 @@ class Quoka final : public Method {
   Granularity granularity() const override { return Granularity::kv_head; }
   ScoreView scores() const override { return {&scores_, layer_.shape.kv_heads, layer_.shape.tokens, 1}; }
   nlohmann::json params() const override {
-    return {{"n_q", options_.n_q}, {"quoka_group", options_.quoka_max ? "max" : "mean"}};
+    return {{"n_q", options_.n_q}, {"quoka_group", find_option("quoka-group").text(options_)}};
   }
 
   void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
@@ -103,8 +103,8 @@ class Quoka final : public Method {
     const AttentionShape& s = layer_.shape;
     const uint32_t keep = std::min(block.n_queries, options_.n_q), candidates = block.candidates();
     layouts::QuokaPush push{s.heads, s.kv_heads, s.tokens, block.n_queries, keep,
-                            options_.quoka_max ? 1u : 0u, candidates, s.tokens};
-    const uint32_t n_aggregates = options_.quoka_max ? s.group() * keep : keep;
+                            uint32_t(options_.quoka_group), candidates, s.tokens};
+    const uint32_t n_aggregates = options_.quoka_group == GroupReduce::max ? s.group() * keep : keep;
     // A block of at most n_q queries (decode) keeps them all, in position
     // order: quoka_aggregate builds its aggregates without a ranking.
     if (block.n_queries > keep)
@@ -134,7 +134,7 @@ class Quoka final : public Method {
   // shared memory (a cosine and a norm per query, the kept indices, the mean's
   // partial sums, about 8 floats an invocation, and the mean) fits. On the
   // H100, 128 queries: 10.6 us at 128 invocations, 8.3 at 256, 8.0 at 512;
-  // one invocation a query took 15.0 (docs/perf.md, session 27).
+  // one invocation a query took 15.0 (docs/perf-experiments.md).
   static uint32_t query_workgroup(const vk::Device& device, uint32_t max_queries, uint32_t n_q, uint32_t dim) {
     const uint32_t per_query = 8 * std::max<uint32_t>(1, max_queries) + 4 * kept_capacity(max_queries, n_q);
     for (uint32_t workgroup : {512u, 256u})

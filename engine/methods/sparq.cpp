@@ -1,9 +1,9 @@
 // SparQ (docs/methods.md): per query head, scores from the r largest-magnitude
 // query components, then top-k. Prefill scores the chunk's mean query.
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
+#include "layer_kernel.h"
 #include "methods/mean_query.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "sparq_kept_query.spv.h"
 #include "sparq_scores.spv.h"
 #include "topk.h"
@@ -30,7 +30,7 @@ uint64_t sparq_tile_iterations(const AttentionShape& s) {
 // sparq_scores' walkers a KV head: its rounds keep four heads' partial sums in
 // shared memory, and half of kTileWalkersPerKvHead, walking twice as far, took
 // 105.5 us at 128k on the H100 against 112.8 (19.9 against 22.0 at 16k;
-// docs/perf.md, session 32).
+// docs/perf-experiments.md).
 constexpr uint32_t kSparqWalkersPerKvHead = 64;
 
 class Sparq final : public Method {

@@ -1,6 +1,6 @@
-// StreamingLLM (METHODS.md): attention sinks plus a recent window, one list per KV head.
+// StreamingLLM (docs/methods.md): attention sinks plus a recent window, one list per KV head.
 #include "../shaders/layouts.h"
-#include "methods/registry.h"
+#include "methods/table.h"
 #include "streaming_indices.spv.h"
 
 namespace kv {

@@ -1,8 +1,8 @@
 // TOVA (docs/methods.md): the layer's mean attention of the block's last
 // query, top-k, one set shared by all heads.
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
-#include "methods/registry.h"
+#include "layer_kernel.h"
+#include "methods/table.h"
 #include "topk.h"
 #include "tova_scores.spv.h"
 

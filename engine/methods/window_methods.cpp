@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "../shaders/layouts.h"
-#include "methods/kernels.h"
-#include "methods/registry.h"
+#include "layer_kernel.h"
+#include "methods/table.h"
 #include "methods/window.h"
 #include "recent_keys.spv.h"
 #include "snapkv_pool.spv.h"

@@ -6,8 +6,6 @@
 #include <numeric>
 
 #include "error.h"
-#include "methods/pca.h"
-#include "methods/window.h"
 
 namespace kv::reference {
 namespace {
@@ -214,44 +212,124 @@ Selection sparq(const HostLayer& l, const MethodOptions& o, const Block& block, 
   return s;
 }
 
-// SnapKV, H2O and SampleAttention's scores of KV head g: the attention of the
-// window queries first + i * stride, i < count, summed over the group's heads
-// and the window, over the scored prefix, average-pooled when pool > 1.
-Vector window_scores(const HostLayer& l, const Block& block, const Window& w, uint32_t pool, uint32_t g) {
+// The queries SnapKV, H2O and SampleAttention look at for a block, and the
+// recent candidates they keep outright (docs/methods.md), restated here apart
+// from the GPU pipeline's own statement (methods/window.cpp) so that each checks the other.
+struct WindowQueries {
+  std::vector<uint32_t> positions;
+  uint32_t recent = 0;
+  uint32_t pool = 1;
+};
+
+WindowQueries window_queries(const std::string& method, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t n = block.candidates(), last = block.first_query + block.n_queries - 1;
+  // In prefill a window never reaches back past the chunk's own queries.
+  const uint32_t earliest = block.mode == Mode::prefill ? block.first_query : 0;
+  WindowQueries w;
+  if (method == "snapkv") {
+    for (uint32_t p = last + 1; p-- > earliest && last + 1 - p <= o.snap_window;) w.positions.push_back(p);
+    w.recent = block.mode == Mode::decode ? std::min<uint32_t>({uint32_t(w.positions.size()), budget, n}) : 0;
+    w.pool = o.snap_pool;
+  } else if (method == "h2o") {
+    for (uint32_t p = 0; p <= last; ++p) w.positions.push_back(p);
+    w.recent = std::min(budget / 2, n);
+  } else if (method == "sampleattention") {
+    for (uint32_t i = 0; i < o.sample_queries && uint64_t(i) * o.sample_stride <= last - earliest; ++i)
+      w.positions.push_back(last - i * o.sample_stride);
+    w.recent = std::min(budget / 8, n);
+  } else {
+    throw InputError("reference: '" + method + "' is no window method");
+  }
+  return w;
+}
+
+// A window method's scores of KV head g: the attention of its queries, summed
+// over the group's heads and the queries, over the scored prefix (the
+// candidates before the recent ones), average-pooled when pool > 1.
+Vector window_scores(const HostLayer& l, const Block& block, const WindowQueries& w, uint32_t g) {
   const uint32_t prefix = block.candidates() - w.recent, r = l.shape.group();
   Vector scores(prefix, 0.0);
   for (uint32_t h = g * r; h < (g + 1) * r; ++h)
-    for (uint32_t i = 0; i < w.count; ++i) {
-      const uint32_t position = w.first + i * w.stride;
+    for (uint32_t position : w.positions) {
       const Vector p = probabilities(l, h, position);
       for (uint32_t j = 0; j < prefix && j <= position; ++j) scores[j] += p[j];
     }
-  if (pool <= 1) return scores;
+  if (w.pool <= 1) return scores;
   Vector pooled(prefix, 0.0);
   for (int64_t j = 0; j < prefix; ++j)
-    for (int64_t u = -int64_t(pool / 2); u <= int64_t(pool / 2); ++u)
-      if (j + u >= 0 && j + u < prefix) pooled[j] += scores[j + u] / pool;
+    for (int64_t u = -int64_t(w.pool / 2); u <= int64_t(w.pool / 2); ++u)
+      if (j + u >= 0 && j + u < prefix) pooled[j] += scores[j + u] / w.pool;
   return pooled;
 }
 
-WindowKind window_kind(const std::string& method) {
-  return method == "snapkv" ? WindowKind::snapkv : method == "h2o" ? WindowKind::h2o : WindowKind::sample_attention;
-}
-
-uint32_t window_pool(WindowKind kind, const MethodOptions& o) { return kind == WindowKind::snapkv ? o.snap_pool : 1; }
-
 // Per KV head, the top budget - recent window scores, then the `recent` last candidates.
-Selection window_method(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget, WindowKind kind) {
-  const Window w = window(kind, o, block, budget);
+Selection window_method(const HostLayer& l, const std::string& method, const MethodOptions& o, const Block& block,
+                        uint32_t budget) {
+  const WindowQueries w = window_queries(method, o, block, budget);
   const uint32_t n = block.candidates(), prefix = n - w.recent, heavy = budget - w.recent;
-  const uint32_t pool = window_pool(kind, o);
   Selection s;
   for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
-    std::vector<int32_t> kept = heavy > 0 ? top_k(window_scores(l, block, w, pool, g), heavy) : std::vector<int32_t>{};
+    std::vector<int32_t> kept = heavy > 0 ? top_k(window_scores(l, block, w, g), heavy) : std::vector<int32_t>{};
     for (uint32_t j = prefix; j < n; ++j) kept.push_back(int32_t(j));
     s.push_back(kept);
   }
   return s;
+}
+
+// Loki's basis for one KV head, computed apart from the method's own
+// (methods/pca.cpp) so that each checks the other: the covariance of the keys
+// diagonalised by cyclic Jacobi rotations (angles from atan2), then the
+// `rank` eigenvectors of the largest eigenvalues, as rows [rank][d]. An
+// eigenvector's sign is arbitrary and cancels in Loki's scores.
+std::vector<Vector> principal_axes(const float* keys, uint32_t tokens, uint32_t d, uint32_t rank) {
+  Vector mean(d, 0.0);
+  for (uint32_t j = 0; j < tokens; ++j)
+    for (uint32_t c = 0; c < d; ++c) mean[c] += keys[size_t(j) * d + c];
+  for (double& m : mean) m /= tokens;
+  std::vector<Vector> a(d, Vector(d, 0.0)), v(d, Vector(d, 0.0));
+  for (uint32_t j = 0; j < tokens; ++j)
+    for (uint32_t x = 0; x < d; ++x)
+      for (uint32_t y = 0; y < d; ++y)
+        a[x][y] += (keys[size_t(j) * d + x] - mean[x]) * (keys[size_t(j) * d + y] - mean[y]) / tokens;
+  for (uint32_t x = 0; x < d; ++x) v[x][x] = 1.0;
+  // Sweeps over every pair (p, q), each rotation zeroing a[p][q], until the
+  // off-diagonal mass is negligible beside the diagonal.
+  for (int sweep = 0; sweep < 64; ++sweep) {
+    double off = 0, diagonal = 0;
+    for (uint32_t x = 0; x < d; ++x)
+      for (uint32_t y = 0; y < d; ++y) (x == y ? diagonal : off) += a[x][y] * a[x][y];
+    if (off <= 1e-26 * diagonal || diagonal == 0) break;
+    for (uint32_t p = 0; p < d; ++p)
+      for (uint32_t q = p + 1; q < d; ++q) {
+        if (a[p][q] == 0) continue;
+        const double angle = 0.5 * std::atan2(2 * a[p][q], a[q][q] - a[p][p]);
+        const double c = std::cos(angle), s = std::sin(angle);
+        for (uint32_t k = 0; k < d; ++k) {  // A <- A R: columns p and q
+          const double akp = a[k][p], akq = a[k][q];
+          a[k][p] = c * akp - s * akq;
+          a[k][q] = s * akp + c * akq;
+        }
+        for (uint32_t k = 0; k < d; ++k) {  // A <- R^T A: rows p and q
+          const double apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - s * aqk;
+          a[q][k] = s * apk + c * aqk;
+        }
+        for (uint32_t k = 0; k < d; ++k) {  // V <- V R: the eigenvectors are V's columns
+          const double vkp = v[k][p], vkq = v[k][q];
+          v[k][p] = c * vkp - s * vkq;
+          v[k][q] = s * vkp + c * vkq;
+        }
+      }
+  }
+  std::vector<uint32_t> order(d);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return a[x][x] > a[y][y]; });
+  std::vector<Vector> axes;
+  for (uint32_t c = 0; c < rank; ++c) {
+    Vector& axis = axes.emplace_back(d);
+    for (uint32_t k = 0; k < d; ++k) axis[k] = v[k][order[c]];
+  }
+  return axes;
 }
 
 Selection loki(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
@@ -314,7 +392,7 @@ std::vector<double> quoka_scores(const HostLayer& l, const MethodOptions& o, con
   }
   // Step 3: aggregate over the group.
   std::vector<Vector> aggregates;
-  if (o.quoka_max) {
+  if (o.quoka_group == GroupReduce::max) {
     for (const auto& head : kept) aggregates.insert(aggregates.end(), head.begin(), head.end());
   } else {
     for (uint32_t r = 0; r < keep; ++r) {
@@ -397,9 +475,8 @@ std::vector<std::vector<double>> sparq_scores(const HostLayer& l, const MethodOp
 
 std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), rank = std::min(o.loki_r, d);
-  std::vector<std::vector<double>> bases;
-  for (uint32_t g = 0; g < l.shape.kv_heads; ++g)
-    bases.push_back(principal_components(std::span(l.k).subspan(size_t(g) * T * d, size_t(T) * d), T, d, rank));
+  std::vector<std::vector<Vector>> bases;
+  for (uint32_t g = 0; g < l.shape.kv_heads; ++g) bases.push_back(principal_axes(&l.k[size_t(g) * T * d], T, d, rank));
   // U_g k_j of every candidate, once per KV head for all of its query heads.
   std::vector<Vector> projected_keys;
   for (uint32_t g = 0; g < l.shape.kv_heads; ++g) {
@@ -407,7 +484,7 @@ std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOpt
     for (uint32_t j = 0; j < n; ++j) {
       const float* k = row(l.k, g, T, j, d);
       for (uint32_t c = 0; c < rank; ++c)
-        for (uint32_t x = 0; x < d; ++x) projected[size_t(j) * rank + c] += bases[g][size_t(c) * d + x] * k[x];
+        for (uint32_t x = 0; x < d; ++x) projected[size_t(j) * rank + c] += bases[g][c][x] * k[x];
     }
   }
   std::vector<Vector> rows;
@@ -417,7 +494,7 @@ std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOpt
     Vector projected_query(rank, 0.0);
     Vector& scores = rows.emplace_back(n, 0.0);
     for (uint32_t c = 0; c < rank; ++c)
-      for (uint32_t x = 0; x < d; ++x) projected_query[c] += bases[g][size_t(c) * d + x] * q[x];
+      for (uint32_t x = 0; x < d; ++x) projected_query[c] += bases[g][c][x] * q[x];
     for (uint32_t j = 0; j < n; ++j)
       for (uint32_t c = 0; c < rank; ++c) scores[j] += projected_query[c] * projected_keys[g][size_t(j) * rank + c];
   }
@@ -427,14 +504,6 @@ std::vector<std::vector<double>> loki_scores(const HostLayer& l, const MethodOpt
 HostLayer host_layer(const Capture& capture, const CaptureLayer& layer) {
   return {layer.shape, capture.scale(layer), to_float(layer.dtype, layer.q->data), to_float(layer.dtype, layer.k->data),
           to_float(layer.dtype, layer.v->data)};
-}
-
-Granularity granularity(const std::string& method, const MethodOptions& options, Mode mode) {
-  if (method == "oracle") return mode == Mode::decode ? Granularity::query_head : Granularity::kv_head;
-  if (method == "sparq" || method == "loki") return Granularity::query_head;
-  if (method == "quest" || method == "fier")
-    return options.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
-  return Granularity::kv_head;
 }
 
 std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
@@ -474,23 +543,40 @@ std::vector<double> quest_decision_gaps(const HostLayer& layer, const MethodOpti
 
 std::vector<double> window_scores(const HostLayer& layer, const std::string& method, const MethodOptions& options,
                                   const Block& block, uint32_t budget, uint32_t kv_head) {
-  const WindowKind kind = window_kind(method);
-  return window_scores(layer, block, window(kind, options, block, budget), window_pool(kind, options), kv_head);
+  return window_scores(layer, block, window_queries(method, options, block, budget), kv_head);
+}
+
+namespace {
+
+// Every method's reference, by the name of its row in method_table()
+// (tests/test_method_table.cpp checks that none is missing).
+using Selector = Selection (*)(const HostLayer&, const std::string& method, const MethodOptions&, const Block&,
+                               uint32_t budget);
+const std::vector<std::pair<std::string, Selector>> kSelectors = {
+    {"oracle", [](const HostLayer& l, const std::string&, const MethodOptions&, const Block& b, uint32_t k) { return oracle(l, b, k); }},
+    {"quoka", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return quoka(l, o, b, k); }},
+    {"quest", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return quest(l, o, b, k); }},
+    {"fier", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return fier(l, o, b, k); }},
+    {"streaming", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return streaming(l, o, b, k); }},
+    {"keydiff", [](const HostLayer& l, const std::string&, const MethodOptions&, const Block& b, uint32_t k) { return keydiff(l, b, k); }},
+    {"tova", [](const HostLayer& l, const std::string&, const MethodOptions&, const Block& b, uint32_t k) { return tova(l, b, k); }},
+    {"sparq", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return sparq(l, o, b, k); }},
+    {"loki", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return loki(l, o, b, k); }},
+    {"snapkv", window_method},
+    {"h2o", window_method},
+    {"sampleattention", window_method},
+};
+
+}  // namespace
+
+bool has_reference(const std::string& method) {
+  return std::any_of(kSelectors.begin(), kSelectors.end(), [&](const auto& s) { return s.first == method; });
 }
 
 Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
                  uint32_t budget) {
-  if (method == "oracle") return oracle(layer, block, budget);
-  if (method == "quoka") return quoka(layer, options, block, budget);
-  if (method == "quest") return quest(layer, options, block, budget);
-  if (method == "fier") return fier(layer, options, block, budget);
-  if (method == "streaming") return streaming(layer, options, block, budget);
-  if (method == "keydiff") return keydiff(layer, block, budget);
-  if (method == "tova") return tova(layer, block, budget);
-  if (method == "sparq") return sparq(layer, options, block, budget);
-  if (method == "loki") return loki(layer, options, block, budget);
-  if (method == "snapkv" || method == "h2o" || method == "sampleattention")
-    return window_method(layer, options, block, budget, window_kind(method));
+  for (const auto& [name, selector] : kSelectors)
+    if (name == method) return selector(layer, method, options, block, budget);
   throw InputError("reference: unknown method '" + method + "'");
 }
 

@@ -20,13 +20,13 @@ HostLayer host_layer(const Capture& capture, const CaptureLayer& layer);
 // Rows (query heads or KV heads) of ascending key positions.
 using Selection = std::vector<std::vector<int32_t>>;
 
-Granularity granularity(const std::string& method, const MethodOptions& options, Mode mode);
-
-// The spec's selection, literally, in float64 (METHODS.md and docs/methods.md).
+// The selection of docs/methods.md, literally, in float64; its rows are those
+// of the method's granularity in method_table().
 Selection select(const std::string& method, const MethodOptions& options, const HostLayer& layer, const Block& block,
                  uint32_t budget);
+bool has_reference(const std::string& method);
 
-// QuoKA's key scores of KV head `kv_head` (METHODS.md steps 1-4): what its top-k ranks.
+// QuoKA's key scores of KV head `kv_head` (docs/methods.md steps 1-4): what its top-k ranks.
 std::vector<double> quoka_scores(const HostLayer& layer, const MethodOptions& options, const Block& block, uint32_t kv_head);
 
 // Fier's approximate scores q . k_tilde of the candidates, per selection row

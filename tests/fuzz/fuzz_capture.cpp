@@ -1,4 +1,4 @@
-// libFuzzer target for the capture reader (safetensors + CAPTURE.md checks):
+// libFuzzer target for the capture reader (safetensors + docs/capture.md checks):
 // any input must either open as a capture or be refused with InputError;
 // a crash, another exception, a sanitizer report or a leak fails the run.
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// libFuzzer target for the selection-file reader (CLI.md's `select --out`):
+// libFuzzer target for the selection-file reader (docs/cli.md's `select --out`):
 // any input must either read as a selection or be refused with InputError.
 #include <unistd.h>
 

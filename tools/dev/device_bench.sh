@@ -3,7 +3,7 @@
 # $KVSCOPE_BIN (default .devbin): the test suite on the GPU, kvscope bench at the issue's
 # sizes (JSON to $OUT or /tmp), and the PyTorch baselines at the same sizes. nvidia-smi
 # samples the clocks every 50 ms into smi.csv beside the JSON, so a slow run can be checked
-# against them (docs/perf.md, session 10).
+# against them (an idle H100 drops its SM clock to 345 MHz: docs/perf.md).
 set -u
 O=${OUT:-/tmp}
 exec > >(tee "$O/device_bench.log") 2>&1  # the whole log: the device tool returns only its tail

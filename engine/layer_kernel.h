@@ -50,7 +50,7 @@ inline uint32_t units_within_loop_limit(const vk::Device& device, uint64_t itera
 // head by default, 1024 in all at 8 KV heads. The walkers deal the tiles out in
 // turn (walker w takes tiles w, w + walkers, ...), so that a KV head's walkers
 // read one stretch of keys together: a contiguous range each made SparQ's
-// scores 168.7 us against 162.0 at 128k on the H100 (docs/perf.md, session 31).
+// scores 168.7 us against 162.0 at 128k on the H100 (docs/perf-experiments.md).
 constexpr uint32_t kTileWalkersPerKvHead = 128;
 
 // Query heads these score kernels (and fier_approx_scores) take at a time,

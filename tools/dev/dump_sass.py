@@ -7,9 +7,9 @@ holding an "NVDANVVMNVuc" container whose code section (its size is the
 kernel's "Binary Size" statistic) is raw SASS, disassembled with CUDA's
 nvdisasm. Files are named after the kernel whose Binary Size matches (ties get
 a suffix). NVIDIA's driver returns no internal representations through
-VK_KHR_pipeline_executable_properties (session 37), hence this.
+VK_KHR_pipeline_executable_properties, hence this.
 
-  python3 tools/dump_sass.py OUT_DIR -- kvscope bench --lengths 8192 --steps fier-decode --repeat 2
+  python3 tools/dev/dump_sass.py OUT_DIR -- kvscope bench --lengths 8192 --steps fier-decode --repeat 2
 
 Needs zstd (in PATH or $ZSTD; the GPU machine has none, so carry Debian's
 /usr/bin/zstd) and CUDA's nvdisasm (in PATH or /usr/local/cuda/bin). The

@@ -1,7 +1,7 @@
-# Sourced by tools/device_*.sh on the GPU machine: unpacks the carried Vulkan
-# loader and validation-layer .debs (.gl/, from ../shared/tools/gpu-vulkan-loader.sh
-# plus vulkan-validationlayers) and points the loader at NVIDIA's driver when
-# it finds none. B is the folder of carried binaries ($KVSCOPE_BIN, default .devbin).
+# Sourced by tools/dev/device_*.sh on the GPU machine: unpacks the carried Vulkan
+# loader and validation-layer .debs (.gl/: see tools/dev/README.md) and points
+# the loader at NVIDIA's driver when it finds none. B is the folder of carried
+# binaries ($KVSCOPE_BIN, default .devbin).
 B=${KVSCOPE_BIN:-./.devbin}
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
