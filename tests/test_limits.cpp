@@ -1,4 +1,4 @@
-// Issue 8: sizes beyond the device are refused before anything is allocated,
+// Sizes beyond the device are refused before anything is allocated,
 // with a one-line error that names both numbers.
 #include "error.h"
 #include "test_device.h"

@@ -490,7 +490,7 @@ TEST_F(MetadataTest, AppendUpdatesMatchFullBuild) {
 namespace kv {
 namespace {
 
-// Issue 8: the same inputs on the same device give bit-identical selections
+// The same inputs on the same device give bit-identical selections
 // and metrics, run after run (no float atomics, no order-dependent reductions).
 class DeterminismTest : public test::GpuTest, public ::testing::WithParamInterface<Mode> {};
 
