@@ -27,6 +27,8 @@ const Command kCommands[] = {
      kv::cli::run_eval, true},
     {"bench", "time every stage and dense attention at given sizes, against the read bandwidth", kv::cli::kBenchHelp,
      kv::cli::run_bench, true},
+    {"generate", "run a model on the GPU and print the text it generates", kv::cli::kGenerateHelp,
+     kv::cli::run_generate},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
      kv::cli::run_inspect, true},
 };

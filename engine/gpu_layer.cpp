@@ -24,6 +24,14 @@ GpuLayer::GpuLayer(const vk::Device& device, const Capture& capture, const Captu
   host_queries = layer.q->data;
 }
 
+GpuLayer::GpuLayer(const vk::Device& device, const AttentionShape& shape_, DType dtype_, double scale_)
+    : shape(shape_), dtype(dtype_), scale(scale_),
+      keys(device, size_t(shape_.kv_heads) * shape_.tokens * shape_.dim * dtype_size(dtype_)),
+      values(device, size_t(shape_.kv_heads) * shape_.tokens * shape_.dim * dtype_size(dtype_)) {
+  keys.fill(0);
+  values.fill(0);
+}
+
 std::vector<std::byte> gather_queries(const AttentionShape& shape, DType dtype, std::span<const std::byte> q,
                                       std::span<const uint32_t> positions) {
   const size_t row_bytes = size_t(shape.dim) * dtype_size(dtype);

@@ -13,6 +13,8 @@ struct GpuLayer {
   GpuLayer(const vk::Device& device, const AttentionShape& shape, DType dtype, double scale,
            std::span<const std::byte> keys, std::span<const std::byte> values);
   GpuLayer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer);
+  // An empty cache of shape.tokens positions (zeros), which a model run fills as it goes.
+  GpuLayer(const vk::Device& device, const AttentionShape& shape, DType dtype, double scale);
 
   AttentionShape shape;
   DType dtype;

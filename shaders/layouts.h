@@ -321,6 +321,61 @@ KV_PUSH_STRUCT(StreamReadPush, STREAM_READ_FIELDS)
   uint inner;
 KV_PUSH_STRUCT(LoopProbePush, LOOP_PROBE_FIELDS)
 
+// The model runner's kernels (engine/model/): activations are fp32 rows
+// [n_tokens, width]; weights and the KV cache are in the model's storage type.
+
+// model_embed.comp: x[t] = embedding[token[t]].
+#define MODEL_EMBED_FIELDS \
+  uint n_tokens; \
+  uint hidden;
+KV_PUSH_STRUCT(ModelEmbedPush, MODEL_EMBED_FIELDS)
+
+// model_rmsnorm.comp: y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight,
+// a workgroup a token.
+#define MODEL_RMSNORM_FIELDS \
+  uint n_tokens; \
+  uint first_token; \
+  uint hidden; \
+  float eps;
+KV_PUSH_STRUCT(ModelRmsNormPush, MODEL_RMSNORM_FIELDS)
+
+// model_matmul.comp: y[t, r] (+)= sum_k W[r, k] x[t, k] (+ bias[r]), a workgroup
+// a tile of rows by tokens (specialization constants). With input_head_dim > 0
+// the input is head-major, as attention leaves it: x[t, k] at
+// ((k / d) * n_tokens + t) * d + k % d.
+#define MODEL_MATMUL_FIELDS \
+  uint n_tokens; \
+  uint n_in;     /* even for 16-bit weights */ \
+  uint n_out; \
+  uint accumulate;  /* 1: add to y (a residual) */ \
+  uint has_bias; \
+  uint input_head_dim;
+KV_PUSH_STRUCT(ModelMatmulPush, MODEL_MATMUL_FIELDS)
+
+// model_rope.comp: rotates the projected q and k of tokens at positions
+// first_position + t by the cos/sin table [positions, d / 2], writes q as the
+// attention's queries [H, n_tokens, d] and k, v into the cache [G, capacity, d],
+// in the storage type.
+#define MODEL_ROPE_FIELDS \
+  uint n_tokens; \
+  uint n_heads; \
+  uint n_kv_heads; \
+  uint head_dim; \
+  uint first_position; \
+  uint capacity; \
+  uint interleaved;  /* pairs (2i, 2i + 1), else (i, i + d / 2) */
+KV_PUSH_STRUCT(ModelRopePush, MODEL_ROPE_FIELDS)
+
+// model_swiglu.comp: h[t, i] = silu(gate[t, i]) * up[t, i].
+#define MODEL_SWIGLU_FIELDS \
+  uint count;
+KV_PUSH_STRUCT(ModelSwigluPush, MODEL_SWIGLU_FIELDS)
+
+// model_argmax.comp: the first index of the largest logit, one workgroup.
+#define MODEL_ARGMAX_FIELDS \
+  uint n;
+KV_PUSH_STRUCT(ModelArgmaxPush, MODEL_ARGMAX_FIELDS)
+
 #ifdef __cplusplus
 }  // namespace kv::layouts
 #endif

@@ -1,0 +1,182 @@
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "args.h"
+#include "commands.h"
+#include "error.h"
+#include "files.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "random.h"
+#include "safetensors.h"
+#include "validation.h"
+
+namespace kv::cli {
+
+const char* const kGenerateHelp =
+    "usage: kvscope generate --model PATH [--tokenizer PATH] [--prompt TEXT | --prompt-file F]\n"
+    "                        [--steps N] [--temperature T] [--top-p P] [--seed S] [--chunk B] [--json OUT]\n\n"
+    "Runs a model on the GPU and prints the text it generates, as it is made, on\n"
+    "stdout (everything else goes to stderr). The prompt starts with the model's\n"
+    "BOS where it has one; generation stops after --steps new tokens (default 256)\n"
+    "or at the model's end-of-sequence token.\n"
+    "  --model PATH       a Hugging Face directory (config.json, model.safetensors or\n"
+    "                     its shards, tokenizer.json): Llama, Mistral, Qwen2; or a\n"
+    "                     llama2.c checkpoint (.bin)\n"
+    "  --tokenizer PATH   tokenizer.json or a llama2.c tok*.bin (default: the model\n"
+    "                     directory's tokenizer.json, or the one tok*.bin beside a .bin)\n"
+    "  --temperature T    0 (default): the most likely token each step; above 0,\n"
+    "                     sampling from softmax(logits / T) within --top-p P (default\n"
+    "                     0.9), seeded by --seed S (default 0)\n"
+    "  --chunk B          prompt tokens a prefill step takes (default 128)\n"
+    "  --json OUT         time to first token, prefill tokens/s, decode ms/token and\n"
+    "                     GPU time per stage, summed over the run\n"
+    "  --logits OUT       also write the prompt's token ids and the logits of every\n"
+    "                     prompt position (safetensors: tokens I32 [n], logits F32\n"
+    "                     [n, vocab]), to compare with another implementation\n";
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::filesystem::path default_tokenizer(const std::filesystem::path& model) {
+  if (std::filesystem::is_directory(model)) return model / "tokenizer.json";
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(model.parent_path().empty() ? "." : model.parent_path()))
+    if (entry.path().filename().string().rfind("tok", 0) == 0 && entry.path().extension() == ".bin" && entry.path() != model)
+      found.push_back(entry.path());
+  if (found.size() != 1) throw InputError("generate: give --tokenizer (no single tok*.bin beside " + model.string() + ")");
+  return found.front();
+}
+
+// A token from softmax(logits / temperature), within the smallest set of the
+// most likely tokens whose probabilities reach top_p.
+int32_t sample(const std::vector<float>& logits, double temperature, double top_p, Random& random) {
+  const float largest = *std::max_element(logits.begin(), logits.end());
+  std::vector<std::pair<double, int32_t>> p;
+  double total = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const double e = std::exp((double(logits[i]) - largest) / temperature);
+    p.push_back({e, int32_t(i)});
+    total += e;
+  }
+  std::sort(p.begin(), p.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  double kept = 0;
+  size_t n = 0;
+  while (n < p.size() && (n == 0 || kept < top_p * total)) kept += p[n++].first;
+  double r = random.uniform() * kept;
+  for (size_t i = 0; i < n; ++i)
+    if ((r -= p[i].first) < 0) return p[i].second;
+  return p[n - 1].second;
+}
+
+void progress(uint32_t done, uint32_t total) {
+  const int width = 40, filled = int(double(done) / total * width);
+  std::fprintf(stderr, "\rprefill [%s%s] %u/%u tokens", std::string(size_t(filled), '#').c_str(),
+               std::string(size_t(width - filled), ' ').c_str(), done, total);
+  if (done == total) std::fputc('\n', stderr);
+}
+
+}  // namespace
+
+int run_generate(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  Args args("generate", argv,
+            {"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature", "top-p", "seed", "chunk", "json", "logits"}, {});
+  if (!args.positional().empty()) throw InputError("generate: unexpected argument '" + args.positional()[0] + "'");
+  if (args.has("prompt") && args.has("prompt-file")) throw InputError("generate: give --prompt or --prompt-file, not both");
+  const std::filesystem::path model_path = args.required("model");
+  const uint32_t steps = args.count("steps", 256, 1, 1u << 24);
+  const uint32_t chunk = args.count("chunk", 128, 1, 4096);
+  auto number = [&](const std::string& name, const std::string& fallback) {
+    const std::string text = args.text(name, fallback);
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end || !std::isfinite(value)) throw InputError("generate: --" + name + " expects a number, got '" + text + "'");
+    return value;
+  };
+  const double temperature = number("temperature", "0"), top_p = number("top-p", "0.9");
+  if (!(temperature >= 0) || !(top_p > 0 && top_p <= 1))
+    throw InputError("generate: --temperature must be at least 0 and --top-p in (0, 1]");
+  Random random(args.count("seed", 0));
+  const std::string prompt = args.has("prompt-file") ? read_text_file(args.text("prompt-file")) : args.text("prompt", "");
+  const std::string json_path = args.text("json", ""), logits_path = args.text("logits", "");
+
+  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
+  const model::ModelConfig& config = checkpoint.config();
+  const auto tokenizer = model::open_tokenizer(
+      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : default_tokenizer(model_path), config.vocab);
+  std::vector<int32_t> tokens;
+  if (config.bos_token >= 0) tokens.push_back(config.bos_token);
+  for (int32_t t : tokenizer->encode(prompt)) tokens.push_back(t);
+  if (tokens.empty()) throw InputError("generate: an empty prompt needs a model with a BOS token");
+  model::check_sequence_length(config, uint64_t(tokens.size()) + steps);
+
+  vk::Device device(global.device);
+  model::Model runner(device, checkpoint, uint32_t(tokens.size() + steps), chunk);
+  const auto start = std::chrono::steady_clock::now();
+  const bool show_progress = tokens.size() > 4 * size_t(runner.chunk());
+  std::vector<float> prompt_logits;  // --logits: every prompt position's
+  for (size_t first = 0; first < tokens.size(); first += runner.chunk()) {
+    const size_t n = std::min<size_t>(runner.chunk(), tokens.size() - first);
+    runner.append(std::span(tokens).subspan(first, n), !logits_path.empty());
+    if (!logits_path.empty()) {
+      const std::vector<float> chunk_logits = runner.logits();
+      prompt_logits.insert(prompt_logits.end(), chunk_logits.begin(), chunk_logits.end());
+    }
+    if (show_progress) progress(uint32_t(first + n), uint32_t(tokens.size()));
+  }
+  if (!logits_path.empty())
+    write_safetensors(logits_path,
+                      {{"tokens", DType::i32, {tokens.size()}, std::as_bytes(std::span(tokens))},
+                       {"logits", DType::f32, {tokens.size(), config.vocab}, std::as_bytes(std::span(prompt_logits))}},
+                      {{"model", model_path.string()}, {"device", device.info().name}});
+  auto choose = [&] { return temperature == 0 ? runner.greedy() : sample(runner.logits(), temperature, top_p, random); };
+  int32_t previous = tokens.back(), next = choose();
+  const auto first_token = std::chrono::steady_clock::now();
+  uint32_t generated = 0;
+  for (;;) {
+    if (std::find(config.eos_tokens.begin(), config.eos_tokens.end(), next) != config.eos_tokens.end()) break;
+    const std::string piece = tokenizer->decode(previous, next);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    ++generated;
+    if (generated == steps) break;
+    runner.append(std::span(&next, 1));
+    previous = next;
+    next = choose();
+  }
+  std::fputc('\n', stdout);
+  const auto end = std::chrono::steady_clock::now();
+  const double prefill_seconds = std::chrono::duration<double>(first_token - start).count();
+  const double decode_ms = generated > 1 ? std::chrono::duration<double, std::milli>(end - first_token).count() / (generated - 1) : 0;
+  std::fprintf(stderr, "kvscope: %zu prompt tokens in %.1f ms (%.0f tokens/s), %u generated at %.2f ms/token on %s\n",
+               tokens.size(), prefill_seconds * 1e3, tokens.size() / prefill_seconds, generated, decode_ms,
+               device.info().name.c_str());
+  if (!json_path.empty()) {
+    nlohmann::json j = {{"model", model_path.string()},
+                        {"device", device.info().name},
+                        {"prompt_tokens", tokens.size()},
+                        {"generated_tokens", generated},
+                        {"time_to_first_token_ms", prefill_seconds * 1e3},
+                        {"prefill_tokens_per_second", tokens.size() / prefill_seconds},
+                        {"decode_ms_per_token", decode_ms},
+                        {"gpu_ms_by_stage", nlohmann::json::object()}};
+    for (const vk::StageTime& t : runner.stage_times()) j["gpu_ms_by_stage"][t.stage] = t.milliseconds;
+    write_text_atomically(json_path, j.dump(2) + "\n");
+  }
+  return exit_code(global, device, 0);
+}
+
+}  // namespace kv::cli

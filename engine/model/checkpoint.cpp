@@ -1,0 +1,275 @@
+#include "model/checkpoint.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "error.h"
+#include "half.h"
+
+namespace kv::model {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Where each tensor of a Hugging Face directory lies: one model.safetensors,
+// or the shards model.safetensors.index.json names (each opened once).
+class ShardedTensors {
+ public:
+  explicit ShardedTensors(const std::filesystem::path& directory) : directory_(directory) {
+    const auto single = directory / "model.safetensors", index = directory / "model.safetensors.index.json";
+    if (std::filesystem::exists(index)) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(read_text(index));
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError(index.string() + ": not JSON (" + std::string(e.what()) + ")");
+      }
+      if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+        throw InputError(index.string() + ": weight_map: missing or not an object");
+      for (const auto& [tensor, file] : j["weight_map"].items()) {
+        if (!file.is_string()) throw InputError(index.string() + ": weight_map." + tensor + ": not a file name");
+        const std::string name = file.get<std::string>();
+        // A shard is a file beside the index, never a path out of the directory.
+        if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+            name == "." || name == "..")
+          throw InputError(index.string() + ": weight_map." + tensor + ": '" + name + "' is not a file name in the directory");
+        shard_of_[tensor] = name;
+      }
+      source_ = index.string();
+    } else if (std::filesystem::exists(single)) {
+      source_ = single.string();
+    } else {
+      throw InputError(directory.string() + ": neither model.safetensors nor model.safetensors.index.json");
+    }
+  }
+
+  // The tensor, or an absent Weight when `required` is false and no file holds it.
+  Weight get(const std::string& name, bool required, std::vector<std::unique_ptr<SafetensorsFile>>& files) {
+    std::string file = "model.safetensors";
+    if (!shard_of_.empty()) {
+      const auto it = shard_of_.find(name);
+      if (it == shard_of_.end()) {
+        if (required) throw InputError(source_ + ": tensor " + name + ": missing");
+        return {};
+      }
+      file = it->second;
+    }
+    auto opened = opened_.find(file);
+    if (opened == opened_.end()) {
+      files.push_back(std::make_unique<SafetensorsFile>(directory_ / file));
+      opened = opened_.emplace(file, files.back().get()).first;
+    }
+    const TensorView* view = opened->second->find(name);
+    if (!view) {
+      if (required) throw InputError(opened->second->path().string() + ": tensor " + name + ": missing");
+      return {};
+    }
+    return {name, view->dtype, view->shape, view->data};
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::filesystem::path directory_;
+  std::string source_;
+  std::map<std::string, std::string> shard_of_;
+  std::map<std::string, SafetensorsFile*> opened_;
+};
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+bool is_float_type(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f32; }
+
+// llama2.c's header: seven int32 (run.c's Config), the vocabulary's sign
+// saying whether the classifier shares the embedding.
+struct Llama2cHeader {
+  int32_t dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len;
+};
+
+}  // namespace
+
+Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
+Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
+Checkpoint::~Checkpoint() = default;
+
+Checkpoint Checkpoint::open(const std::filesystem::path& path) {
+  if (!std::filesystem::is_directory(path)) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) throw InputError(path.string() + ": cannot read (a model is a directory with config.json, or a llama2.c .bin)");
+    const std::streamoff size = in.tellg();
+    std::vector<std::byte> bytes(size_t(std::max<std::streamoff>(size, 0)));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+    if (!in) throw InputError(path.string() + ": cannot read");
+    return from_llama2c(std::move(bytes), path.string());
+  }
+  Checkpoint c;
+  c.config_ = read_hf_config(path / "config.json");
+  ShardedTensors tensors(path);
+  c.source_ = tensors.source();
+  c.embedding_ = tensors.get("model.embed_tokens.weight", true, c.files_);
+  c.final_norm_ = tensors.get("model.norm.weight", true, c.files_);
+  if (!c.config_.tied_embeddings) c.lm_head_ = tensors.get("lm_head.weight", true, c.files_);
+  for (uint32_t l = 0; l < c.config_.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights w;
+    w.attention_norm = tensors.get(p + "input_layernorm.weight", true, c.files_);
+    w.wq = tensors.get(p + "self_attn.q_proj.weight", true, c.files_);
+    w.wk = tensors.get(p + "self_attn.k_proj.weight", true, c.files_);
+    w.wv = tensors.get(p + "self_attn.v_proj.weight", true, c.files_);
+    w.wo = tensors.get(p + "self_attn.o_proj.weight", true, c.files_);
+    if (c.config_.qkv_bias) {
+      w.bq = tensors.get(p + "self_attn.q_proj.bias", true, c.files_);
+      w.bk = tensors.get(p + "self_attn.k_proj.bias", true, c.files_);
+      w.bv = tensors.get(p + "self_attn.v_proj.bias", true, c.files_);
+    }
+    w.mlp_norm = tensors.get(p + "post_attention_layernorm.weight", true, c.files_);
+    w.w_gate = tensors.get(p + "mlp.gate_proj.weight", true, c.files_);
+    w.w_up = tensors.get(p + "mlp.up_proj.weight", true, c.files_);
+    w.w_down = tensors.get(p + "mlp.down_proj.weight", true, c.files_);
+    c.layers_.push_back(w);
+  }
+  c.check_shapes();
+  return c;
+}
+
+Checkpoint Checkpoint::from_llama2c(std::vector<std::byte> bytes, const std::string& source) {
+  Llama2cHeader h;
+  if (bytes.size() < sizeof h) throw InputError(source + ": shorter than a llama2.c header (28 bytes)");
+  std::memcpy(&h, bytes.data(), sizeof h);
+  auto field = [&](const char* name, int64_t value, int64_t lowest, int64_t highest) {
+    if (value < lowest || value > highest)
+      throw InputError(source + ": header " + name + " = " + std::to_string(value) + " is outside [" +
+                       std::to_string(lowest) + ", " + std::to_string(highest) + "]");
+    return uint32_t(value);
+  };
+  Checkpoint c;
+  c.source_ = source;
+  ModelConfig& m = c.config_;
+  m.architecture = "llama2.c";
+  m.hidden = field("dim", h.dim, 8, 1 << 16);
+  m.intermediate = field("hidden_dim", h.hidden_dim, 1, 1 << 20);
+  m.layers = field("n_layers", h.n_layers, 1, 1024);
+  m.heads = field("n_heads", h.n_heads, 1, 1024);
+  m.kv_heads = field("n_kv_heads", h.n_kv_heads, 1, m.heads);
+  m.vocab = field("vocab_size", std::abs(int64_t(h.vocab_size)), 2, 1 << 24);
+  m.max_positions = field("seq_len", h.seq_len, 1, 1 << 24);
+  if (m.hidden % m.heads) throw InputError(source + ": header dim is not a multiple of n_heads");
+  if (m.heads % m.kv_heads) throw InputError(source + ": header n_kv_heads does not divide n_heads");
+  m.head_dim = m.hidden / m.heads;
+  if (m.head_dim % 8) throw InputError(source + ": head size " + std::to_string(m.head_dim) + " is not a multiple of 8");
+  m.tied_embeddings = h.vocab_size > 0;
+  m.rope_pairs = RopePairs::interleaved;
+  m.rms_eps = 1e-5;
+  // run.c: freq = 1 / powf(10000, 2i / head_size), in float.
+  for (uint32_t i = 0; i < m.head_dim / 2; ++i)
+    m.rope_inverse_frequencies.push_back(double(1.0f / std::pow(10000.0f, float(2 * i) / float(m.head_dim))));
+  // llama2.c starts a sequence with token 1 and ends generation when it comes again.
+  m.bos_token = 1;
+  m.eos_tokens = {1};
+
+  // Every size from the header, in 64 bits, against the file's own size before anything is sized by it.
+  const uint64_t dim = m.hidden, hidden = m.intermediate, layers = m.layers, vocab = m.vocab;
+  const uint64_t kv_dim = uint64_t(m.kv_heads) * m.head_dim;
+  const uint64_t floats = vocab * dim + layers * (2 * dim + dim * dim + 2 * dim * kv_dim + dim * dim + 3 * dim * hidden) +
+                          dim + uint64_t(m.max_positions) * m.head_dim + (m.tied_embeddings ? 0 : vocab * dim);
+  if (bytes.size() != sizeof h + floats * 4)
+    throw InputError(source + ": " + std::to_string(bytes.size()) + " bytes, but its header describes " +
+                     std::to_string(sizeof h + floats * 4));
+  c.owned_ = std::move(bytes);
+  c.matrix_dtype_ = DType::f32;
+  uint64_t offset = sizeof h;
+  auto take = [&](const std::string& name, std::vector<uint64_t> shape) {
+    uint64_t count = 1;
+    for (uint64_t s : shape) count *= s;
+    Weight w{name, DType::f32, std::move(shape), std::span<const std::byte>(c.owned_).subspan(offset, count * 4)};
+    offset += count * 4;
+    return w;
+  };
+  // run.c's memory_map_weights order: each kind for every layer, then the next kind.
+  c.embedding_ = take("token_embedding_table", {vocab, dim});
+  c.layers_.resize(m.layers);
+  auto per_layer = [&](const char* name, Weight LayerWeights::*member, std::vector<uint64_t> shape) {
+    for (uint32_t l = 0; l < m.layers; ++l) c.layers_[l].*member = take("layers." + std::to_string(l) + "." + name, shape);
+  };
+  per_layer("rms_att_weight", &LayerWeights::attention_norm, {dim});
+  per_layer("wq", &LayerWeights::wq, {dim, dim});
+  per_layer("wk", &LayerWeights::wk, {kv_dim, dim});
+  per_layer("wv", &LayerWeights::wv, {kv_dim, dim});
+  per_layer("wo", &LayerWeights::wo, {dim, dim});
+  per_layer("rms_ffn_weight", &LayerWeights::mlp_norm, {dim});
+  per_layer("w1", &LayerWeights::w_gate, {hidden, dim});
+  per_layer("w2", &LayerWeights::w_down, {dim, hidden});
+  per_layer("w3", &LayerWeights::w_up, {hidden, dim});
+  c.final_norm_ = take("rms_final_weight", {dim});
+  offset += uint64_t(m.max_positions) * m.head_dim * 4;  // the old RoPE tables, unused
+  if (!m.tied_embeddings) c.lm_head_ = take("wcls", {vocab, dim});
+  c.check_shapes();
+  return c;
+}
+
+void Checkpoint::check_shapes() {
+  const ModelConfig& m = config_;
+  const uint64_t hidden = m.hidden, q_dim = uint64_t(m.heads) * m.head_dim, kv_dim = uint64_t(m.kv_heads) * m.head_dim;
+  matrix_dtype_ = embedding_.dtype;
+  if (matrix_dtype_ != DType::f16 && matrix_dtype_ != DType::bf16 && matrix_dtype_ != DType::f32)
+    throw InputError(source_ + ": tensor " + embedding_.name + ": dtype " + dtype_name(matrix_dtype_) + " (F16, BF16 or F32)");
+  auto check = [&](const Weight& w, std::vector<uint64_t> shape, bool matrix) {
+    if (w.shape != shape)
+      throw InputError(source_ + ": tensor " + w.name + ": shape " + shape_text(w.shape) + ", the config says " + shape_text(shape));
+    if (matrix && w.dtype != matrix_dtype_)
+      throw InputError(source_ + ": tensor " + w.name + ": dtype " + dtype_name(w.dtype) + ", the embedding's is " +
+                       dtype_name(matrix_dtype_));
+    if (!is_float_type(w.dtype)) throw InputError(source_ + ": tensor " + w.name + ": dtype " + dtype_name(w.dtype));
+  };
+  check(embedding_, {m.vocab, hidden}, true);
+  check(final_norm_, {hidden}, false);
+  if (lm_head_.present()) check(lm_head_, {m.vocab, hidden}, true);
+  for (const LayerWeights& w : layers_) {
+    check(w.attention_norm, {hidden}, false);
+    check(w.wq, {q_dim, hidden}, true);
+    check(w.wk, {kv_dim, hidden}, true);
+    check(w.wv, {kv_dim, hidden}, true);
+    check(w.wo, {hidden, q_dim}, true);
+    if (w.bq.present()) {
+      check(w.bq, {q_dim}, false);
+      check(w.bk, {kv_dim}, false);
+      check(w.bv, {kv_dim}, false);
+    }
+    check(w.mlp_norm, {hidden}, false);
+    check(w.w_gate, {m.intermediate, hidden}, true);
+    check(w.w_up, {m.intermediate, hidden}, true);
+    check(w.w_down, {hidden, m.intermediate}, true);
+  }
+}
+
+std::vector<float> to_floats(const Weight& weight) {
+  const size_t count = weight.data.size() / dtype_size(weight.dtype);
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (weight.dtype == DType::f32) {
+      std::memcpy(&out[i], weight.data.data() + 4 * i, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, weight.data.data() + 2 * i, 2);
+      out[i] = weight.dtype == DType::f16 ? half_to_float(h) : bf16_to_float(h);
+    }
+  }
+  return out;
+}
+
+}  // namespace kv::model

@@ -1,0 +1,70 @@
+#pragma once
+// A model's weights in host memory, by role, from a Hugging Face directory
+// (config.json with model.safetensors, or shards listed by
+// model.safetensors.index.json) or a llama2.c checkpoint (.bin). Every tensor
+// is checked against the config before anything reaches the device; a missing,
+// misshapen or mistyped one is refused with a line naming it.
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "safetensors.h"
+
+namespace kv::model {
+
+// One weight: its dtype, shape and bytes (in a mapped file or the checkpoint's own memory).
+struct Weight {
+  std::string name;  // as the file names it
+  DType dtype = DType::f32;
+  std::vector<uint64_t> shape;
+  std::span<const std::byte> data;
+  bool present() const { return !data.empty(); }
+};
+
+struct LayerWeights {
+  Weight attention_norm, wq, wk, wv, wo;  // projections [out, in]
+  Weight bq, bk, bv;                      // biases (Qwen2); absent otherwise
+  Weight mlp_norm, w_gate, w_up, w_down;
+};
+
+class Checkpoint {
+ public:
+  // A directory with config.json, or a llama2.c .bin file.
+  static Checkpoint open(const std::filesystem::path& path);
+  // A llama2.c checkpoint from its bytes; `source` names it in errors.
+  static Checkpoint from_llama2c(std::vector<std::byte> bytes, const std::string& source);
+
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
+  ~Checkpoint();
+
+  const ModelConfig& config() const { return config_; }
+  // The dtype of the embedding and every projection (norms and biases may differ).
+  DType matrix_dtype() const { return matrix_dtype_; }
+  const Weight& embedding() const { return embedding_; }  // [vocab, hidden]
+  const Weight& final_norm() const { return final_norm_; }
+  const Weight& lm_head() const { return tied() ? embedding_ : lm_head_; }  // [vocab, hidden]
+  bool tied() const { return !lm_head_.present(); }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  Checkpoint() = default;
+  void check_shapes();
+
+  ModelConfig config_;
+  std::string source_;
+  DType matrix_dtype_ = DType::f32;
+  Weight embedding_, final_norm_, lm_head_;
+  std::vector<LayerWeights> layers_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
+  std::vector<std::byte> owned_;                          // a llama2.c checkpoint's bytes
+};
+
+// Floats of a weight, widened from its dtype (norms, biases, references).
+std::vector<float> to_floats(const Weight& weight);
+
+}  // namespace kv::model

@@ -1,0 +1,178 @@
+#include "model/config.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <sstream>
+
+#include "error.h"
+
+namespace kv::model {
+namespace {
+
+using nlohmann::json;
+
+// Reads one field of config.json with its type checked: a one-line error names
+// the file and the field.
+class Fields {
+ public:
+  Fields(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError(source_ + ": " + field + ": " + what);
+  }
+  bool has(const std::string& field) const { return j_.contains(field) && !j_[field].is_null(); }
+  const json& get(const std::string& field) const {
+    if (!has(field)) fail(field, "missing");
+    return j_[field];
+  }
+  uint32_t count(const std::string& field, uint32_t lowest, uint32_t highest) const {
+    const json& v = get(field);
+    if (!v.is_number_integer() || v.get<int64_t>() < lowest || v.get<int64_t>() > highest)
+      fail(field, "must be an integer in [" + std::to_string(lowest) + ", " + std::to_string(highest) + "], not " +
+                      v.dump());
+    return uint32_t(v.get<int64_t>());
+  }
+  double number(const json& v, const std::string& field, double lowest) const {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= lowest)
+      fail(field, "must be a number above " + std::to_string(lowest) + ", not " + v.dump());
+    return v.get<double>();
+  }
+  double number(const std::string& field, double lowest) const { return number(get(field), field, lowest); }
+  bool flag(const std::string& field, bool fallback) const {
+    if (!has(field)) return fallback;
+    if (!j_[field].is_boolean()) fail(field, "must be true or false, not " + j_[field].dump());
+    return j_[field].get<bool>();
+  }
+  std::string text(const std::string& field, const std::string& fallback) const {
+    if (!has(field)) return fallback;
+    if (!j_[field].is_string()) fail(field, "must be a string, not " + j_[field].dump());
+    return j_[field].get<std::string>();
+  }
+  std::vector<int32_t> token_ids(const std::string& field, uint32_t vocab) const {
+    if (!has(field)) return {};
+    const json& v = j_[field];
+    std::vector<int32_t> ids;
+    for (const json& id : v.is_array() ? v : json::array({v})) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab)
+        fail(field, "must be token ids below the vocabulary size " + std::to_string(vocab) + ", not " + v.dump());
+      ids.push_back(int32_t(id.get<int64_t>()));
+    }
+    return ids;
+  }
+
+ private:
+  const json& j_;
+  std::string source_;
+};
+
+// RoPE's inverse frequencies theta^(-2i/d), in float32 as transformers computes
+// them, then scaled as `rope_type` says (transformers' rope initialisation
+// functions for "default", "linear" and "llama3").
+std::vector<double> rope_frequencies(const Fields& f, const json& rope, uint32_t head_dim) {
+  const double theta = rope.contains("rope_theta") ? f.number(rope["rope_theta"], "rope_parameters.rope_theta", 0)
+                                                   : f.number("rope_theta", 0);
+  std::vector<double> inverse(head_dim / 2);
+  for (uint32_t i = 0; i < head_dim / 2; ++i)
+    inverse[i] = double(1.0f / std::pow(float(theta), float(2 * i) / float(head_dim)));
+  const std::string type = rope.contains("rope_type") && rope["rope_type"].is_string() ? rope["rope_type"].get<std::string>()
+                           : rope.contains("type") && rope["type"].is_string()       ? rope["type"].get<std::string>()
+                                                                                        : "default";
+  auto parameter = [&](const char* name) {
+    if (!rope.contains(name)) f.fail(std::string("rope_parameters.") + name, "missing for rope_type " + type);
+    return f.number(rope[name], std::string("rope_parameters.") + name, 0);
+  };
+  if (type == "default") return inverse;
+  if (type == "linear") {
+    const double factor = parameter("factor");
+    for (double& x : inverse) x /= factor;
+    return inverse;
+  }
+  if (type == "llama3") {
+    const double factor = parameter("factor"), low = parameter("low_freq_factor"), high = parameter("high_freq_factor");
+    const double original = parameter("original_max_position_embeddings");
+    if (high <= low) f.fail("rope_parameters.high_freq_factor", "must exceed low_freq_factor");
+    for (double& x : inverse) {
+      const double wavelength = 2 * std::numbers::pi / x;
+      if (wavelength > original / low) {
+        x /= factor;
+      } else if (wavelength >= original / high) {
+        const double smooth = (original / wavelength - low) / (high - low);
+        x = (1 - smooth) * x / factor + smooth * x;
+      }
+    }
+    return inverse;
+  }
+  f.fail("rope_parameters.rope_type", "'" + type + "' is not supported (default, linear, llama3)");
+}
+
+}  // namespace
+
+ModelConfig parse_hf_config(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw InputError(source + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  if (!j.is_object()) throw InputError(source + ": not a JSON object");
+  const Fields f(j, source);
+  ModelConfig c;
+  const json& architectures = f.get("architectures");
+  if (!architectures.is_array() || architectures.size() != 1 || !architectures[0].is_string())
+    f.fail("architectures", "must list one architecture, not " + architectures.dump());
+  c.architecture = architectures[0].get<std::string>();
+  const bool llama = c.architecture == "LlamaForCausalLM", mistral = c.architecture == "MistralForCausalLM",
+             qwen2 = c.architecture == "Qwen2ForCausalLM";
+  if (!llama && !mistral && !qwen2)
+    f.fail("architectures", "'" + c.architecture + "' is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+  const std::string activation = f.text("hidden_act", "silu");
+  if (activation != "silu") f.fail("hidden_act", "'" + activation + "' is not supported (silu)");
+  if (f.flag("mlp_bias", false)) f.fail("mlp_bias", "MLP biases are not supported");
+
+  c.hidden = f.count("hidden_size", 8, 1u << 16);
+  c.layers = f.count("num_hidden_layers", 1, 1024);
+  c.heads = f.count("num_attention_heads", 1, 1024);
+  c.kv_heads = f.has("num_key_value_heads") ? f.count("num_key_value_heads", 1, c.heads) : c.heads;
+  if (c.heads % c.kv_heads) f.fail("num_key_value_heads", "must divide num_attention_heads");
+  c.head_dim = f.has("head_dim") ? f.count("head_dim", 8, 512) : c.hidden / c.heads;
+  if (c.head_dim % 8 != 0 || c.head_dim > 512) f.fail("head_dim", "must be a multiple of 8 up to 512, not " + std::to_string(c.head_dim));
+  c.intermediate = f.count("intermediate_size", 1, 1u << 20);
+  c.vocab = f.count("vocab_size", 2, 1u << 24);
+  c.max_positions = f.count("max_position_embeddings", 1, 1u << 24);
+  c.rms_eps = f.number("rms_norm_eps", 0);
+  c.tied_embeddings = f.flag("tie_word_embeddings", false);
+  // Qwen2's q, k and v projections always carry biases; Llama's only with attention_bias.
+  c.qkv_bias = qwen2;
+  if (llama && f.flag("attention_bias", false)) f.fail("attention_bias", "Llama attention biases are not supported");
+  if (mistral || (qwen2 && f.flag("use_sliding_window", false)))
+    c.sliding_window = f.has("sliding_window") ? f.count("sliding_window", 1, 1u << 30) : 0;
+  const json rope = f.has("rope_parameters") ? f.get("rope_parameters") : f.has("rope_scaling") ? f.get("rope_scaling") : json::object();
+  if (!rope.is_object()) f.fail("rope_parameters", "must be an object, not " + rope.dump());
+  c.rope_inverse_frequencies = rope_frequencies(f, rope, c.head_dim);
+  const std::vector<int32_t> bos = f.token_ids("bos_token_id", c.vocab);
+  c.bos_token = bos.empty() ? -1 : bos.front();
+  c.eos_tokens = f.token_ids("eos_token_id", c.vocab);
+  return c;
+}
+
+ModelConfig read_hf_config(const std::filesystem::path& config_json) {
+  std::ifstream in(config_json, std::ios::binary);
+  if (!in) throw InputError(config_json.string() + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_hf_config(text.str(), config_json.string());
+}
+
+void check_sequence_length(const ModelConfig& config, uint64_t tokens) {
+  if (tokens > config.max_positions)
+    throw InputError(std::to_string(tokens) + " tokens are past the model's context of " +
+                     std::to_string(config.max_positions) + " (prompt plus steps)");
+  if (config.sliding_window && tokens > config.sliding_window)
+    throw InputError(std::to_string(tokens) + " tokens are past the model's sliding window of " +
+                     std::to_string(config.sliding_window) +
+                     ": kvscope attends over every key, so it cannot run this model faithfully at this length");
+}
+
+}  // namespace kv::model

@@ -1,0 +1,183 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "../shaders/layouts.h"
+#include "element_type.h"
+#include "error.h"
+#include "layer_kernel.h"
+#include "model_argmax.spv.h"
+#include "model_embed.spv.h"
+#include "model_matmul.spv.h"
+#include "model_rmsnorm.spv.h"
+#include "model_rope.spv.h"
+#include "model_swiglu.spv.h"
+
+namespace kv::model {
+namespace {
+
+// model_matmul's tiles (rows x tokens a workgroup).
+constexpr uint32_t kOneRows = 64, kManyRows = 32, kManyTokens = 8;
+
+vk::Buffer upload_weight(const vk::Device& device, const Weight& weight) {
+  vk::Buffer buffer(device, weight.data.size());
+  buffer.upload(weight.data);
+  return buffer;
+}
+
+vk::Buffer upload_floats(const vk::Device& device, const std::vector<float>& values) {
+  vk::Buffer buffer(device, std::max<size_t>(values.size(), 1) * sizeof(float));
+  if (!values.empty()) buffer.upload_values<float>(values);
+  else buffer.fill(0);
+  return buffer;
+}
+
+AttentionShape cache_shape(const ModelConfig& c, uint32_t capacity) {
+  return {c.heads, c.kv_heads, capacity, c.head_dim};
+}
+
+uint32_t checked_capacity(const ModelConfig& config, uint32_t capacity) {
+  if (capacity == 0) throw InputError("a model run needs room for at least one token");
+  check_sequence_length(config, capacity);
+  return capacity;
+}
+
+}  // namespace
+
+Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk)
+    : device_(device),
+      config_(checkpoint.config()),
+      dtype_(checkpoint.matrix_dtype()),
+      capacity_(checked_capacity(checkpoint.config(), capacity)),
+      chunk_(std::max(1u, std::min(chunk, capacity))),
+      embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)}, std::vector<uint32_t>{element_type(dtype_)}),
+      rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
+      matmul_one_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
+                  std::vector<uint32_t>{element_type(dtype_), kOneRows, 1, kOneRows}),
+      matmul_many_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
+                   std::vector<uint32_t>{element_type(dtype_), kManyRows, kManyTokens, kManyRows * kManyTokens}),
+      rope_(device, "model_rope", model_rope_spirv, {7, sizeof(layouts::ModelRopePush)}, std::vector<uint32_t>{element_type(dtype_)}),
+      swiglu_(device, "model_swiglu", model_swiglu_spirv, {2, sizeof(layouts::ModelSwigluPush)}, {}),
+      argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
+      embedding_(upload_weight(device, checkpoint.embedding())),
+      final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
+      no_bias_(upload_floats(device, {})),
+      tied_(checkpoint.tied()),
+      attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_) {
+  const ModelConfig& c = config_;
+  if (dtype_ != DType::f32 && (c.hidden % 2 || c.intermediate % 2))
+    throw InputError(checkpoint.source() + ": 16-bit weights need an even hidden size and intermediate size");
+  if (!tied_) lm_head_ = upload_weight(device, checkpoint.lm_head());
+  for (const LayerWeights& w : checkpoint.layers()) {
+    DeviceLayer d{upload_floats(device, to_floats(w.attention_norm)), upload_floats(device, to_floats(w.mlp_norm)),
+                  upload_weight(device, w.wq), upload_weight(device, w.wk), upload_weight(device, w.wv),
+                  upload_weight(device, w.wo), upload_weight(device, w.w_gate), upload_weight(device, w.w_up),
+                  upload_weight(device, w.w_down),
+                  upload_floats(device, w.bq.present() ? to_floats(w.bq) : std::vector<float>{}),
+                  upload_floats(device, w.bk.present() ? to_floats(w.bk) : std::vector<float>{}),
+                  upload_floats(device, w.bv.present() ? to_floats(w.bv) : std::vector<float>{}), w.bq.present()};
+    layers_.push_back(std::move(d));
+    caches_.push_back(std::make_unique<GpuLayer>(device, cache_shape(c, capacity_), dtype_, 1.0 / std::sqrt(double(c.head_dim))));
+  }
+  // (cos, sin) of every position and channel pair: the angle is the fp32
+  // product of the position and the inverse frequency, as transformers and
+  // llama2.c form it, and its cosine and sine are taken in float64 (a GPU's
+  // cos of an angle in the thousands is far from exact).
+  std::vector<float> rotations(size_t(capacity_) * c.head_dim);
+  for (uint32_t p = 0; p < capacity_; ++p)
+    for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
+      const double angle = double(float(p) * float(c.rope_inverse_frequencies[i]));
+      rotations[(size_t(p) * c.head_dim / 2 + i) * 2] = float(std::cos(angle));
+      rotations[(size_t(p) * c.head_dim / 2 + i) * 2 + 1] = float(std::sin(angle));
+    }
+  rotations_ = upload_floats(device, rotations);
+  const size_t n = chunk_, q_dim = size_t(c.heads) * c.head_dim, kv_dim = size_t(c.kv_heads) * c.head_dim;
+  tokens_ = vk::Buffer(device, n * 4);
+  x_ = vk::Buffer(device, n * c.hidden * 4);
+  normed_ = vk::Buffer(device, n * c.hidden * 4);
+  q_ = vk::Buffer(device, n * q_dim * 4);
+  k_ = vk::Buffer(device, n * kv_dim * 4);
+  v_ = vk::Buffer(device, n * kv_dim * 4);
+  queries_ = vk::Buffer(device, n * q_dim * dtype_size(dtype_));
+  gate_ = vk::Buffer(device, n * c.intermediate * 4);
+  up_ = vk::Buffer(device, n * c.intermediate * 4);
+  logits_ = vk::Buffer(device, n * c.vocab * 4);
+  chosen_ = vk::Buffer(device, 4);
+}
+
+void Model::record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& input, vk::Buffer& output,
+                          const vk::Buffer* bias, uint32_t n_tokens, uint32_t n_in, uint32_t n_out, bool accumulate,
+                          uint32_t input_head_dim, const std::string& stage) const {
+  const layouts::ModelMatmulPush push{n_tokens, n_in, n_out, accumulate ? 1u : 0u, bias ? 1u : 0u, input_head_dim};
+  const bool one = n_tokens == 1;
+  pass.dispatch(one ? matmul_one_ : matmul_many_, {&weights, &input, &output, bias ? bias : &no_bias_}, push,
+                ceil_div(n_out, one ? kOneRows : kManyRows), ceil_div(n_tokens, one ? 1 : kManyTokens), 1, stage);
+}
+
+void Model::append(std::span<const int32_t> tokens, bool all_logits) {
+  const ModelConfig& c = config_;
+  const uint32_t n = uint32_t(tokens.size());
+  if (n == 0 || n > chunk_) throw InputError("a model step takes 1 to " + std::to_string(chunk_) + " tokens, not " + std::to_string(n));
+  if (uint64_t(length_) + n > capacity_)
+    throw InputError("the run holds " + std::to_string(capacity_) + " positions; " + std::to_string(length_ + n) + " asked");
+  for (int32_t t : tokens)
+    if (t < 0 || uint32_t(t) >= c.vocab) throw InputError("token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(c.vocab));
+  tokens_.upload(std::as_bytes(tokens));
+  const uint32_t q_dim = c.heads * c.head_dim, kv_dim = c.kv_heads * c.head_dim;
+  vk::Pass pass(device_, 16 * c.layers + 16);
+  pass.dispatch(embed_, {&embedding_, &tokens_, &x_}, layouts::ModelEmbedPush{n, c.hidden}, ceil_div(n * c.hidden, 256), 1, 1, "embed");
+  const float eps = float(c.rms_eps);
+  for (uint32_t l = 0; l < c.layers; ++l) {
+    DeviceLayer& w = layers_[l];
+    const bool bias = w.has_bias;
+    pass.dispatch(rmsnorm_, {&x_, &w.attention_norm, &normed_}, layouts::ModelRmsNormPush{n, 0, c.hidden, eps}, n, 1, 1, "rmsnorm");
+    record_matmul(pass, w.wq, normed_, q_, bias ? &w.bq : nullptr, n, c.hidden, q_dim, false, 0, "qkv");
+    record_matmul(pass, w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
+    record_matmul(pass, w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
+    const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
+                                      c.rope_pairs == RopePairs::interleaved ? 1u : 0u};
+    pass.dispatch(rope_, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values}, rope,
+                  ceil_div(n * (c.heads + 2 * c.kv_heads) * c.head_dim / 2, 256), 1, 1, "rope");
+    attention_.record(pass, *caches_[l], {&queries_, n, length_}, "attention");
+    record_matmul(pass, w.wo, attention_.output_buffer(), x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
+    pass.dispatch(rmsnorm_, {&x_, &w.mlp_norm, &normed_}, layouts::ModelRmsNormPush{n, 0, c.hidden, eps}, n, 1, 1, "rmsnorm");
+    record_matmul(pass, w.w_gate, normed_, gate_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
+    record_matmul(pass, w.w_up, normed_, up_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
+    pass.dispatch(swiglu_, {&gate_, &up_}, layouts::ModelSwigluPush{n * c.intermediate}, ceil_div(n * c.intermediate, 256), 1, 1, "swiglu");
+    record_matmul(pass, w.w_down, gate_, x_, nullptr, n, c.intermediate, c.hidden, true, 0, "mlp_down");
+  }
+  logit_rows_ = all_logits ? n : 1;
+  pass.dispatch(rmsnorm_, {&x_, &final_norm_, &normed_}, layouts::ModelRmsNormPush{logit_rows_, n - logit_rows_, c.hidden, eps},
+                logit_rows_, 1, 1, "rmsnorm");
+  record_matmul(pass, tied_ ? embedding_ : lm_head_, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
+  pass.run();
+  length_ += n;
+  add_times(pass);
+}
+
+std::vector<float> Model::logits() const { return logits_.download_values<float>(size_t(logit_rows_) * config_.vocab); }
+
+int32_t Model::greedy() const {
+  if (logit_rows_ == 0) throw InputError("no logits yet: append tokens first");
+  if (logit_rows_ != 1) {  // every row's logits were asked for: the last row's choice, here
+    const std::vector<float> all = logits();
+    const float* last = all.data() + size_t(logit_rows_ - 1) * config_.vocab;
+    return int32_t(std::max_element(last, last + config_.vocab) - last);
+  }
+  vk::Pass pass(device_, 1);
+  pass.dispatch(argmax_, {&logits_, &chosen_}, layouts::ModelArgmaxPush{config_.vocab}, 1, 1, 1, "argmax");
+  pass.run();
+  return chosen_.download_values<int32_t>(1)[0];
+}
+
+void Model::add_times(const vk::Pass& pass) {
+  for (const vk::StageTime& t : pass.stage_times()) {
+    auto it = std::find_if(stage_times_.begin(), stage_times_.end(), [&](const vk::StageTime& s) { return s.stage == t.stage; });
+    if (it == stage_times_.end()) stage_times_.push_back(t);
+    else it->milliseconds += t.milliseconds;
+  }
+}
+
+}  // namespace kv::model

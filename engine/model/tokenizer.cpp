@@ -1,0 +1,476 @@
+#include "model/tokenizer.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "error.h"
+#include "model/unicode_tables.h"
+
+namespace kv::model {
+namespace {
+
+// ---------------------------------------------------------------- code points
+
+template <size_t N>
+bool in_ranges(const CodePointRange (&ranges)[N], uint32_t cp) {
+  const CodePointRange* it = std::upper_bound(ranges, ranges + N, cp, [](uint32_t c, const CodePointRange& r) { return c < r.first; });
+  return it != ranges && cp <= (it - 1)->last;
+}
+
+bool is_letter(uint32_t cp) { return in_ranges(kLetters, cp); }
+bool is_number(uint32_t cp) { return in_ranges(kNumbers, cp); }
+bool is_space(uint32_t cp) { return in_ranges(kWhiteSpace, cp); }
+bool is_other(uint32_t cp) { return !is_letter(cp) && !is_number(cp) && !is_space(cp); }
+bool is_newline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+
+// A text's code points with the byte where each starts; a byte that is not
+// valid UTF-8 stands for itself (as a code point no category holds).
+struct CodePoints {
+  std::vector<uint32_t> cp;
+  std::vector<size_t> start;  // cp.size() + 1 entries: the last is the text's end
+};
+
+CodePoints code_points(std::string_view text) {
+  CodePoints out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto b = uint8_t(text[i]);
+    const size_t length = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+    uint32_t cp = b;
+    bool valid = length > 0 && i + length <= text.size();
+    if (valid && length > 1) {
+      cp = b & (0xff >> (length + 1));
+      for (size_t k = 1; k < length; ++k) {
+        const auto c = uint8_t(text[i + k]);
+        valid &= (c >> 6) == 2;
+        cp = (cp << 6) | (c & 0x3f);
+      }
+    }
+    out.cp.push_back(valid ? cp : 0xDC00u + b);  // a lone surrogate's value: no category holds it
+    out.start.push_back(i);
+    i += valid ? length : 1;
+  }
+  out.start.push_back(text.size());
+  return out;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  } else {
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3f));
+    out += char(0x80 | ((cp >> 6) & 0x3f));
+    out += char(0x80 | (cp & 0x3f));
+  }
+}
+
+// ---------------------------------------------------------------- pre-tokenizers
+
+enum class SplitPattern { none, gpt2, llama3 };
+
+// One split of the text at code point i: the end of the match (in code points).
+// GPT-2's pattern: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// Llama 3's: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t next_split(const std::vector<uint32_t>& c, size_t i, SplitPattern pattern) {
+  const size_t n = c.size();
+  auto run = [&](size_t j, bool (*test)(uint32_t), size_t most = SIZE_MAX) {
+    size_t k = j;
+    while (k < n && k - j < most && test(c[k])) ++k;
+    return k;
+  };
+  const bool fold = pattern == SplitPattern::llama3;
+  auto lower = [&](uint32_t x) { return fold && x < 128 ? uint32_t(std::tolower(int(x))) : x; };
+  if (c[i] == '\'' && i + 1 < n) {  // contractions
+    const uint32_t a = lower(c[i + 1]), b = i + 2 < n ? lower(c[i + 2]) : 0;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+  }
+  const bool spaced = c[i] == ' ' && i + 1 < n;
+  if (pattern == SplitPattern::gpt2) {
+    for (bool (*test)(uint32_t) : {is_letter, is_number, is_other}) {
+      if (test(c[i])) return run(i, test);
+      if (spaced && test(c[i + 1])) return run(i + 1, test);
+    }
+  } else {
+    if (is_letter(c[i])) return run(i, is_letter);
+    if (!is_newline(c[i]) && !is_letter(c[i]) && !is_number(c[i]) && i + 1 < n && is_letter(c[i + 1]))
+      return run(i + 1, is_letter);
+    if (is_number(c[i])) return run(i, is_number, 3);
+    const size_t others = is_other(c[i]) ? i : spaced && is_other(c[i + 1]) ? i + 1 : n;
+    if (others < n) return run(run(others, is_other), is_newline);
+    if (is_space(c[i])) {  // \s*[\r\n]+: up to the whitespace run's last newline
+      const size_t end = run(i, is_space);
+      for (size_t k = end; k > i; --k)
+        if (is_newline(c[k - 1])) return k;
+    }
+  }
+  // \s+(?!\S), then \s+
+  const size_t end = run(i, is_space);
+  if (end == n || end - i == 1) return end;
+  return end - 1;
+}
+
+// ---------------------------------------------------------------- byte-level BPE
+
+// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others
+// for code points from 256 on, in byte order.
+std::array<uint32_t, 256> byte_to_code_point() {
+  std::array<uint32_t, 256> table{};
+  uint32_t next = 256;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    table[b] = printable ? b : next++;
+  }
+  return table;
+}
+
+class HfTokenizer final : public Tokenizer {
+ public:
+  HfTokenizer(const nlohmann::json& j, const std::string& source) : source_(source) {
+    auto fail = [&](const std::string& field, const std::string& what) -> void {
+      throw InputError(source + ": " + field + ": " + what);
+    };
+    if (!j.is_object()) fail("(top level)", "not a JSON object");
+    if (!j.contains("model") || !j["model"].is_object()) fail("model", "missing");
+    const nlohmann::json& model = j["model"];
+    if (model.value("type", "") != "BPE") fail("model.type", "'" + model.value("type", std::string("?")) + "' is not supported (BPE)");
+    for (const char* field : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
+      if (model.contains(field) && !model[field].is_null() && !(model[field].is_string() && model[field].get<std::string>().empty()))
+        fail(std::string("model.") + field, "is not supported");
+    if (model.value("byte_fallback", false)) fail("model.byte_fallback", "is not supported (byte-level BPE needs none)");
+    ignore_merges_ = model.value("ignore_merges", false);
+    if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model.vocab", "missing");
+    for (const auto& [piece, id] : model["vocab"].items()) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24))
+        fail("model.vocab." + piece, "not a token id");
+      vocab_[piece] = int32_t(id.get<int64_t>());
+      vocab_size_ = std::max<uint32_t>(vocab_size_, uint32_t(id.get<int64_t>()) + 1);
+    }
+    if (!model.contains("merges") || !model["merges"].is_array()) fail("model.merges", "missing");
+    int32_t rank = 0;
+    for (const nlohmann::json& m : model["merges"]) {
+      std::string pair;
+      if (m.is_string()) {
+        pair = m.get<std::string>();
+        if (std::count(pair.begin(), pair.end(), ' ') != 1) fail("model.merges", "'" + pair + "' is not two pieces");
+      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+        pair = m[0].get<std::string>() + " " + m[1].get<std::string>();
+      } else {
+        fail("model.merges", "an entry is neither \"a b\" nor [a, b]");
+      }
+      merge_rank_.emplace(pair, rank++);
+    }
+    if (j.contains("normalizer") && !j["normalizer"].is_null())
+      fail("normalizer", "'" + j["normalizer"].value("type", std::string("?")) + "' is not supported (none)");
+    read_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), fail);
+    if (j.contains("decoder") && !j["decoder"].is_null() && j["decoder"].value("type", "") != "ByteLevel")
+      fail("decoder", "'" + j["decoder"].value("type", std::string("?")) + "' is not supported (ByteLevel)");
+    if (j.contains("added_tokens")) {
+      if (!j["added_tokens"].is_array()) fail("added_tokens", "not an array");
+      for (const nlohmann::json& t : j["added_tokens"]) {
+        if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || !t.contains("content") ||
+            !t["content"].is_string() || t["content"].get<std::string>().empty())
+          fail("added_tokens", "an entry without id and content");
+        if (t.value("single_word", false)) fail("added_tokens", "single_word tokens are not supported");
+        const int64_t id = t["id"].get<int64_t>();
+        if (id < 0 || id >= (1 << 24)) fail("added_tokens", "id " + std::to_string(id) + " is out of range");
+        added_.push_back({t["content"].get<std::string>(), int32_t(id), t.value("lstrip", false), t.value("rstrip", false)});
+        vocab_size_ = std::max<uint32_t>(vocab_size_, uint32_t(id) + 1);
+      }
+    }
+    // Longest first, so that at one position the longest added token wins.
+    std::stable_sort(added_.begin(), added_.end(), [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
+    for (const Added& a : added_) added_text_[a.id] = a.content;
+    for (const auto& [piece, id] : vocab_) text_of_.emplace(id, piece);
+    byte_cp_ = byte_to_code_point();
+    for (uint32_t b = 0; b < 256; ++b) cp_byte_[byte_cp_[b]] = uint8_t(b);
+  }
+
+  std::vector<int32_t> encode(std::string_view text) const override {
+    std::vector<int32_t> ids;
+    size_t i = 0;
+    while (i < text.size()) {
+      // The earliest added token from i (the longest there), else the rest of the text.
+      size_t best = text.size();
+      const Added* found = nullptr;
+      for (const Added& a : added_) {
+        const size_t at = text.find(a.content, i);
+        if (at < best) best = at, found = &a;
+      }
+      size_t plain_end = best;
+      if (found && found->lstrip)
+        while (plain_end > i && std::isspace(uint8_t(text[plain_end - 1]))) --plain_end;
+      encode_plain(text.substr(i, plain_end - i), ids);
+      if (!found) break;
+      ids.push_back(found->id);
+      i = best + found->content.size();
+      if (found->rstrip)
+        while (i < text.size() && std::isspace(uint8_t(text[i]))) ++i;
+    }
+    return ids;
+  }
+
+  std::string decode(int32_t, int32_t token) const override {
+    if (const auto added = added_text_.find(token); added != added_text_.end()) return added->second;
+    const auto it = text_of_.find(token);
+    if (it == text_of_.end()) throw InputError(source_ + ": no token " + std::to_string(token));
+    std::string bytes;
+    const CodePoints cps = code_points(it->second);
+    for (size_t k = 0; k < cps.cp.size(); ++k) {
+      const auto byte = cp_byte_.find(cps.cp[k]);
+      if (byte != cp_byte_.end()) bytes += char(byte->second);
+      else bytes.append(it->second, cps.start[k], cps.start[k + 1] - cps.start[k]);
+    }
+    return bytes;
+  }
+
+  uint32_t vocab_size() const override { return vocab_size_; }
+
+ private:
+  struct Added {
+    std::string content;
+    int32_t id;
+    bool lstrip, rstrip;
+  };
+
+  template <typename Fail>
+  void read_pre_tokenizer(const nlohmann::json& p, Fail fail) {
+    // The Llama 3 split, as tokenizer.json spells it.
+    static const std::string kLlama3 =
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    std::vector<nlohmann::json> steps;
+    if (p.is_object() && p.value("type", "") == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].is_array())
+      for (const nlohmann::json& s : p["pretokenizers"]) steps.push_back(s);
+    else if (p.is_object())
+      steps.push_back(p);
+    else
+      fail("pre_tokenizer", "missing (byte-level BPE needs ByteLevel)");
+    bool byte_level = false;
+    for (const nlohmann::json& s : steps) {
+      const std::string type = s.value("type", "");
+      if (type == "Digits") {
+        if (!s.value("individual_digits", false)) fail("pre_tokenizer", "Digits without individual_digits is not supported");
+        digits_ = true;
+      } else if (type == "Split") {
+        const bool llama3 = s.contains("pattern") && s["pattern"].is_object() && s["pattern"].value("Regex", "") == kLlama3;
+        if (!llama3 || s.value("behavior", "") != "Isolated" || s.value("invert", false))
+          fail("pre_tokenizer", "a Split other than Llama 3's is not supported");
+        pattern_ = SplitPattern::llama3;
+      } else if (type == "ByteLevel") {
+        if (s.value("add_prefix_space", false)) fail("pre_tokenizer", "ByteLevel with add_prefix_space is not supported");
+        if (s.value("use_regex", true)) {
+          if (pattern_ != SplitPattern::none) fail("pre_tokenizer", "two split patterns");
+          pattern_ = SplitPattern::gpt2;
+        }
+        byte_level = true;
+      } else {
+        fail("pre_tokenizer", "'" + type + "' is not supported (ByteLevel, Digits, Llama 3's Split)");
+      }
+    }
+    if (!byte_level) fail("pre_tokenizer", "no ByteLevel step: only byte-level BPE is supported");
+  }
+
+  // Text without added tokens: the digit split, the pattern's pieces, BPE on each.
+  void encode_plain(std::string_view text, std::vector<int32_t>& ids) const {
+    if (text.empty()) return;
+    const CodePoints cps = code_points(text);
+    std::vector<std::pair<size_t, size_t>> spans;  // code point ranges
+    size_t begin = 0;
+    for (size_t k = 0; k <= cps.cp.size(); ++k)
+      if (k == cps.cp.size() || (digits_ && is_number(cps.cp[k]))) {
+        if (k > begin) spans.push_back({begin, k});
+        if (k < cps.cp.size()) spans.push_back({k, k + 1});
+        begin = k + 1;
+      }
+    for (auto [first, last] : spans) {
+      const std::vector<uint32_t> piece_cp(cps.cp.begin() + long(first), cps.cp.begin() + long(last));
+      for (size_t i = 0; i < piece_cp.size();) {
+        const size_t end = pattern_ == SplitPattern::none ? piece_cp.size() : next_split(piece_cp, i, pattern_);
+        bpe(text.substr(cps.start[first + i], cps.start[first + end] - cps.start[first + i]), ids);
+        i = end;
+      }
+    }
+  }
+
+  void bpe(std::string_view piece, std::vector<int32_t>& ids) const {
+    std::vector<std::string> parts;
+    std::string whole;
+    for (char ch : piece) {
+      std::string s;
+      append_utf8(s, byte_cp_[uint8_t(ch)]);
+      whole += s;
+      parts.push_back(std::move(s));
+    }
+    if (ignore_merges_)
+      if (const auto it = vocab_.find(whole); it != vocab_.end()) return ids.push_back(it->second);
+    while (parts.size() > 1) {
+      int32_t best_rank = INT32_MAX;
+      size_t best = 0;
+      for (size_t k = 0; k + 1 < parts.size(); ++k) {
+        const auto it = merge_rank_.find(parts[k] + " " + parts[k + 1]);
+        if (it != merge_rank_.end() && it->second < best_rank) best_rank = it->second, best = k;
+      }
+      if (best_rank == INT32_MAX) break;
+      parts[best] += parts[best + 1];
+      parts.erase(parts.begin() + long(best) + 1);
+    }
+    for (const std::string& part : parts) {
+      const auto it = vocab_.find(part);
+      if (it == vocab_.end()) throw InputError(source_ + ": the piece '" + part + "' has no token");
+      ids.push_back(it->second);
+    }
+  }
+
+  std::string source_;
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::unordered_map<int32_t, std::string> text_of_;
+  std::unordered_map<std::string, int32_t> merge_rank_;
+  std::vector<Added> added_;
+  std::unordered_map<int32_t, std::string> added_text_;
+  bool ignore_merges_ = false, digits_ = false;
+  SplitPattern pattern_ = SplitPattern::none;
+  uint32_t vocab_size_ = 0;
+  std::array<uint32_t, 256> byte_cp_{};
+  std::unordered_map<uint32_t, uint8_t> cp_byte_;
+};
+
+// ---------------------------------------------------------------- llama2.c
+
+// llama2.c's tokenizer (run.c's build_tokenizer, encode and decode): pieces
+// with merge scores; text becomes its UTF-8 characters (bytes + 3 where a
+// character has no piece), then the best-scoring merge of neighbours, again
+// and again. Decoding drops the space after BOS and prints byte pieces
+// <0xXX> as their byte, skipping bytes that are neither printable nor space.
+class Llama2cTokenizer final : public Tokenizer {
+ public:
+  Llama2cTokenizer(const std::string& bytes, uint32_t vocab_size, const std::string& source) {
+    size_t at = 0;
+    auto read = [&](void* out, size_t n, const std::string& what) {
+      if (bytes.size() - at < n) throw InputError(source + ": ends inside " + what);
+      std::memcpy(out, bytes.data() + at, n);
+      at += n;
+    };
+    int32_t longest = 0;
+    read(&longest, 4, "its header");
+    if (longest < 1 || longest > 1024) throw InputError(source + ": max_token_length " + std::to_string(longest) + " is outside [1, 1024]");
+    for (uint32_t id = 0; id < vocab_size; ++id) {
+      float score;
+      int32_t length;
+      read(&score, 4, "token " + std::to_string(id));
+      read(&length, 4, "token " + std::to_string(id));
+      if (length < 0 || length > longest)
+        throw InputError(source + ": token " + std::to_string(id) + " has length " + std::to_string(length) +
+                         " (max_token_length " + std::to_string(longest) + ")");
+      std::string piece(size_t(length), '\0');
+      read(piece.data(), size_t(length), "token " + std::to_string(id));
+      id_of_.emplace(piece, int32_t(id));  // the first of equal pieces wins
+      pieces_.push_back(std::move(piece));
+      scores_.push_back(score);
+    }
+    if (at != bytes.size())
+      throw InputError(source + ": " + std::to_string(bytes.size() - at) + " bytes after the " +
+                       std::to_string(vocab_size) + " tokens the model's vocabulary has");
+  }
+
+  std::vector<int32_t> encode(std::string_view text) const override {
+    std::vector<int32_t> ids;
+    if (text.empty()) return ids;
+    if (const int32_t space = lookup(" "); space >= 0) ids.push_back(space);  // the dummy prefix
+    for (size_t i = 0; i < text.size();) {
+      size_t length = 1;  // a UTF-8 character: its first byte and up to 3 continuation bytes
+      while (i + length < text.size() && length < 4 && (uint8_t(text[i + length]) & 0xC0) == 0x80) ++length;
+      if (const int32_t id = lookup(text.substr(i, length)); id >= 0) {
+        ids.push_back(id);
+      } else {
+        for (size_t k = 0; k < length; ++k) ids.push_back(int32_t(uint8_t(text[i + k])) + 3);
+      }
+      i += length;
+    }
+    for (;;) {
+      float best_score = -1e10f;
+      int32_t best_id = -1;
+      size_t best = 0;
+      for (size_t k = 0; k + 1 < ids.size(); ++k) {
+        const int32_t id = lookup(piece(ids[k]) + piece(ids[k + 1]));
+        if (id >= 0 && scores_[size_t(id)] > best_score) best_score = scores_[size_t(id)], best_id = id, best = k;
+      }
+      if (best_id < 0) break;
+      ids[best] = best_id;
+      ids.erase(ids.begin() + long(best) + 1);
+    }
+    return ids;
+  }
+
+  std::string decode(int32_t previous, int32_t token) const override {
+    std::string text = piece(token);
+    if (previous == 1 && !text.empty() && text[0] == ' ') text.erase(0, 1);
+    unsigned byte = 0;
+    char tail = 0;
+    if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%02X%c", &byte, &tail) == 2 && tail == '>') text = std::string(1, char(byte));
+    if (text.size() == 1 && !std::isprint(uint8_t(text[0])) && !std::isspace(uint8_t(text[0]))) return "";
+    return text;
+  }
+
+  uint32_t vocab_size() const override { return uint32_t(pieces_.size()); }
+
+ private:
+  int32_t lookup(std::string_view piece) const {
+    const auto it = id_of_.find(std::string(piece));
+    return it == id_of_.end() ? -1 : it->second;
+  }
+  const std::string& piece(int32_t id) const {
+    if (id < 0 || size_t(id) >= pieces_.size()) throw InputError("llama2.c tokenizer: no token " + std::to_string(id));
+    return pieces_[size_t(id)];
+  }
+
+  std::vector<std::string> pieces_;
+  std::vector<float> scores_;
+  std::unordered_map<std::string, int32_t> id_of_;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> parse_hf_tokenizer(const std::string& json_text, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(source + ": not JSON (" + std::string(e.what()) + ")");
+  }
+  return std::make_unique<HfTokenizer>(j, source);
+}
+
+std::unique_ptr<Tokenizer> parse_llama2c_tokenizer(const std::string& bytes, uint32_t vocab_size, const std::string& source) {
+  return std::make_unique<Llama2cTokenizer>(bytes, vocab_size, source);
+}
+
+std::unique_ptr<Tokenizer> open_tokenizer(const std::filesystem::path& path, uint32_t vocab_size) {
+  const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "tokenizer.json" : path;
+  if (file.extension() == ".json") return parse_hf_tokenizer(read_file(file), file.string());
+  return parse_llama2c_tokenizer(read_file(file), vocab_size, file.string());
+}
+
+}  // namespace kv::model

@@ -1,0 +1,34 @@
+#pragma once
+// Text to token ids and back, in C++: Hugging Face tokenizer.json files of
+// byte-level BPE (GPT-2's and Llama 3's pre-tokenizer patterns, and the
+// Digits(individual_digits) split before GPT-2's), and llama2.c's tokenizer
+// (BPE by merge scores). Anything else is refused with the reason.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kv::model {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // The ids of `text`, without any BOS (the runner adds the model's).
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // The bytes `token` adds to the text after `previous` (-1 at the start), as
+  // the model's own decoder prints them; streamed, a character may arrive in
+  // pieces.
+  virtual std::string decode(int32_t previous, int32_t token) const = 0;
+  virtual uint32_t vocab_size() const = 0;
+};
+
+// A Hugging Face tokenizer.json, from its text; `source` names it in errors.
+std::unique_ptr<Tokenizer> parse_hf_tokenizer(const std::string& json_text, const std::string& source);
+// A llama2.c tokenizer (tok*.bin) for a model of `vocab_size` tokens, from its bytes.
+std::unique_ptr<Tokenizer> parse_llama2c_tokenizer(const std::string& bytes, uint32_t vocab_size, const std::string& source);
+// tokenizer.json (a file, or in a model directory) or a llama2.c tok*.bin.
+std::unique_ptr<Tokenizer> open_tokenizer(const std::filesystem::path& path, uint32_t vocab_size);
+
+}  // namespace kv::model

@@ -1,0 +1,30 @@
+#version 460
+// RMSNorm of each token's hidden state, in fp32: y = x / sqrt(mean(x^2) + eps) * w.
+#extension GL_GOOGLE_include_directive : require
+#include "layouts.h"
+
+const uint WORKGROUP = 256;
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 0) readonly buffer Hidden { float x[]; };    // [n_tokens, hidden]
+layout(std430, binding = 1) readonly buffer Weight { float w[]; };    // [hidden]
+layout(std430, binding = 2) writeonly buffer Normed { float y[]; };   // [n_tokens, hidden]
+
+layout(push_constant) uniform ModelRmsNormPush { MODEL_RMSNORM_FIELDS } pc;
+
+shared float sums[WORKGROUP];
+
+void main() {
+  const uint token = gl_WorkGroupID.x, lane = gl_LocalInvocationIndex;
+  const uint row = (pc.first_token + token) * pc.hidden, out_row = token * pc.hidden;
+  float s = 0.0;
+  for (uint c = lane; c < pc.hidden; c += WORKGROUP) s += x[row + c] * x[row + c];
+  sums[lane] = s;
+  barrier();
+  for (uint half_width = WORKGROUP / 2u; half_width > 0u; half_width /= 2u) {
+    if (lane < half_width) sums[lane] += sums[lane + half_width];
+    barrier();
+  }
+  const float inverse = inversesqrt(sums[0] / float(pc.hidden) + pc.eps);
+  for (uint c = lane; c < pc.hidden; c += WORKGROUP) y[out_row + c] = x[row + c] * inverse * w[c];
+}

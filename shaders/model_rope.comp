@@ -1,0 +1,74 @@
+#version 460
+// RoPE and the KV cache: rotates each token's projected q and k by its
+// position's (cos, sin), writes q as the attention's queries [H, n_tokens, d]
+// and k and v into the cache [G, capacity, d] at their positions, in the
+// storage type. An invocation writes two neighbouring channels (one word of
+// a 16-bit type) of one head of q, k or v.
+#extension GL_GOOGLE_include_directive : require
+#include "layouts.h"
+
+layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the cache's and queries'
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 0) readonly buffer ProjectedQ { float q[]; };  // [n_tokens, H * d]
+layout(std430, binding = 1) readonly buffer ProjectedK { float k[]; };  // [n_tokens, G * d]
+layout(std430, binding = 2) readonly buffer ProjectedV { float v[]; };  // [n_tokens, G * d]
+layout(std430, binding = 3) readonly buffer Rotations { vec2 rotation[]; };  // [positions, d / 2]: (cos, sin)
+layout(std430, binding = 4) writeonly buffer Queries { uint queries[]; };     // [H, n_tokens, d]
+layout(std430, binding = 5) writeonly buffer KeyCache { uint key_cache[]; };  // [G, capacity, d]
+layout(std430, binding = 6) writeonly buffer ValueCache { uint value_cache[]; };
+
+layout(push_constant) uniform ModelRopePush { MODEL_ROPE_FIELDS } pc;
+
+// Rounds to the storage type, to nearest even.
+uint bf16_bits(float x) {
+  const uint u = floatBitsToUint(x);
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+// Channels e and e + 1 of a tensor in the storage type.
+#define STORE_PAIR(ARRAY, e, value)                                                     \
+  if (ELEMENT_TYPE == ELEMENT_F32) {                                                    \
+    ARRAY[e] = floatBitsToUint(value.x);                                                \
+    ARRAY[e + 1u] = floatBitsToUint(value.y);                                           \
+  } else if (ELEMENT_TYPE == ELEMENT_F16) {                                             \
+    ARRAY[e / 2u] = packHalf2x16(value);                                                \
+  } else {                                                                              \
+    ARRAY[e / 2u] = bf16_bits(value.x) | (bf16_bits(value.y) << 16);                    \
+  }
+
+// Channel c of a head whose fp32 channels start at `row`, rotated for `position`.
+float rotated(const bool is_query, uint row, uint c, uint position) {
+  const uint d = pc.head_dim, half_d = d / 2u;
+  const uint partner = pc.interleaved != 0u ? c ^ 1u : (c < half_d ? c + half_d : c - half_d);
+  const uint frequency = pc.interleaved != 0u ? c / 2u : c % half_d;
+  const vec2 cs = rotation[position * half_d + frequency];
+  const float own = is_query ? q[row + c] : k[row + c], other = is_query ? q[row + partner] : k[row + partner];
+  // (x, y) -> (x cos - y sin, x sin + y cos) for the pair's first and second channel.
+  const bool first = pc.interleaved != 0u ? (c & 1u) == 0u : c < half_d;
+  return first ? own * cs.x - other * cs.y : own * cs.x + other * cs.y;
+}
+
+void main() {
+  const uint d = pc.head_dim, pairs = d / 2u, slots = pc.n_heads + 2u * pc.n_kv_heads;
+  const uint i = gl_GlobalInvocationID.x;
+  if (i >= pc.n_tokens * slots * pairs) return;
+  const uint t = i / (slots * pairs), slot = (i / pairs) % slots, c = 2u * (i % pairs);
+  const uint position = pc.first_position + t;
+  if (slot < pc.n_heads) {
+    const uint row = t * pc.n_heads * d + slot * d;
+    const vec2 value = vec2(rotated(true, row, c, position), rotated(true, row, c + 1u, position));
+    const uint e = (slot * pc.n_tokens + t) * d + c;
+    STORE_PAIR(queries, e, value)
+  } else if (slot < pc.n_heads + pc.n_kv_heads) {
+    const uint g = slot - pc.n_heads, row = t * pc.n_kv_heads * d + g * d;
+    const vec2 value = vec2(rotated(false, row, c, position), rotated(false, row, c + 1u, position));
+    const uint e = (g * pc.capacity + position) * d + c;
+    STORE_PAIR(key_cache, e, value)
+  } else {
+    const uint g = slot - pc.n_heads - pc.n_kv_heads, row = t * pc.n_kv_heads * d + g * d;
+    const vec2 value = vec2(v[row + c], v[row + c + 1u]);
+    const uint e = (g * pc.capacity + position) * d + c;
+    STORE_PAIR(value_cache, e, value)
+  }
+}

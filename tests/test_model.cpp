@@ -1,0 +1,323 @@
+// The model runner (engine/model/): whole forward passes of small random
+// Llama-family models, written as Hugging Face directories, and of the bundled
+// llama2.c checkpoint, against the float64 reference (reference/model.h), on
+// fresh random weights; the loaders' refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "capture.h"
+#include "error.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "model/prompts.h"
+#include "model/tokenizer.h"
+#include "random_capture.h"
+#include "reference/model.h"
+#include "temp_files.h"
+#include "test_device.h"
+
+namespace kv {
+namespace {
+
+struct TinyModel {
+  std::string name;
+  std::string architecture = "LlamaForCausalLM";
+  DType dtype = DType::f16;
+  uint32_t hidden = 64, layers = 2, heads = 4, kv_heads = 2, head_dim = 16, intermediate = 96, vocab = 101;
+  bool tied = true;
+  std::string rope = R"({"rope_theta": 10000.0, "rope_type": "default"})";
+};
+
+// A Hugging Face directory of random weights (seeded; the seed is in the
+// directory's name, which a failure prints).
+std::filesystem::path write_tiny_model(const TinyModel& m, uint32_t seed) {
+  const std::filesystem::path dir = test::temp_path(m.name + "_seed" + std::to_string(seed));
+  std::filesystem::create_directories(dir);
+  nlohmann::json config = {{"architectures", {m.architecture}},
+                           {"hidden_size", m.hidden},
+                           {"num_hidden_layers", m.layers},
+                           {"num_attention_heads", m.heads},
+                           {"num_key_value_heads", m.kv_heads},
+                           {"head_dim", m.head_dim},
+                           {"intermediate_size", m.intermediate},
+                           {"vocab_size", m.vocab},
+                           {"max_position_embeddings", 512},
+                           {"rms_norm_eps", 1e-5},
+                           {"hidden_act", "silu"},
+                           {"tie_word_embeddings", m.tied},
+                           {"bos_token_id", 1},
+                           {"eos_token_id", 2},
+                           {"rope_parameters", nlohmann::json::parse(m.rope)}};
+  std::ofstream(dir / "config.json") << config.dump(2);
+  std::mt19937 rng(seed);
+  std::vector<std::vector<std::byte>> storage;
+  std::vector<TensorToWrite> tensors;
+  auto add = [&](const std::string& name, std::vector<uint64_t> shape, float scale, float offset = 0.0f) {
+    uint64_t count = 1;
+    for (uint64_t s : shape) count *= s;
+    std::normal_distribution<float> normal(offset, scale);
+    std::vector<float> values(count);
+    for (float& v : values) v = normal(rng);
+    storage.push_back(from_float(m.dtype, values));
+    tensors.push_back({name, m.dtype, shape, storage.back()});
+  };
+  const uint64_t q_dim = uint64_t(m.heads) * m.head_dim, kv_dim = uint64_t(m.kv_heads) * m.head_dim;
+  add("model.embed_tokens.weight", {m.vocab, m.hidden}, 1.0f);
+  add("model.norm.weight", {m.hidden}, 0.1f, 1.0f);
+  if (!m.tied) add("lm_head.weight", {m.vocab, m.hidden}, 0.2f);
+  for (uint32_t l = 0; l < m.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    add(p + "input_layernorm.weight", {m.hidden}, 0.1f, 1.0f);
+    add(p + "self_attn.q_proj.weight", {q_dim, m.hidden}, 0.3f);
+    add(p + "self_attn.k_proj.weight", {kv_dim, m.hidden}, 0.3f);
+    add(p + "self_attn.v_proj.weight", {kv_dim, m.hidden}, 0.2f);
+    add(p + "self_attn.o_proj.weight", {m.hidden, q_dim}, 0.2f);
+    if (m.architecture == "Qwen2ForCausalLM") {
+      add(p + "self_attn.q_proj.bias", {q_dim}, 0.2f);
+      add(p + "self_attn.k_proj.bias", {kv_dim}, 0.2f);
+      add(p + "self_attn.v_proj.bias", {kv_dim}, 0.2f);
+    }
+    add(p + "post_attention_layernorm.weight", {m.hidden}, 0.1f, 1.0f);
+    add(p + "mlp.gate_proj.weight", {m.intermediate, m.hidden}, 0.2f);
+    add(p + "mlp.up_proj.weight", {m.intermediate, m.hidden}, 0.2f);
+    add(p + "mlp.down_proj.weight", {m.hidden, m.intermediate}, 0.2f);
+  }
+  write_safetensors(dir / "model.safetensors", tensors, {});
+  return dir;
+}
+
+// Runs `tokens` as a prefill in chunks, then `steps` decode steps of the
+// reference's greedy choices, and checks every logit of each step's last
+// token against the reference, within `tolerance` of the largest logit.
+void expect_matches_reference(const model::Checkpoint& checkpoint, std::vector<int32_t> tokens, uint32_t chunk,
+                              uint32_t steps, double tolerance) {
+  std::vector<int32_t> all = tokens;
+  {  // the reference's own continuation, so that the GPU runs the same tokens
+    std::vector<int32_t> grow = tokens;
+    for (uint32_t s = 0; s < steps; ++s) {
+      const auto logits = reference::model_logits(checkpoint, grow);
+      const auto& last = logits.back();
+      grow.push_back(int32_t(std::max_element(last.begin(), last.end()) - last.begin()));
+    }
+    all = grow;
+  }
+  const auto expected = reference::model_logits(checkpoint, all);
+  model::Model runner(test::device(), checkpoint, uint32_t(all.size()), chunk);
+  auto check = [&](uint32_t position) {
+    const std::vector<float> got = runner.logits();
+    const std::vector<double>& want = expected[position];
+    ASSERT_EQ(got.size(), want.size());
+    double largest = 0;
+    for (double v : want) largest = std::max(largest, std::abs(v));
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], tolerance * largest) << "position " << position << ", logit " << i;
+  };
+  for (size_t first = 0; first < tokens.size(); first += chunk) {
+    const size_t n = std::min<size_t>(chunk, tokens.size() - first);
+    runner.append(std::span(tokens).subspan(first, n));
+    check(uint32_t(first + n - 1));
+  }
+  for (uint32_t s = 0; s < steps; ++s) {
+    const int32_t next = all[tokens.size() + s];
+    // The same choice, unless the reference's top two are closer than the tolerance.
+    std::vector<double> sorted = expected[tokens.size() + s - 1];
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    double largest = 0;
+    for (double v : sorted) largest = std::max(largest, std::abs(v));
+    if (sorted[0] - sorted[1] > 2 * tolerance * largest)
+      EXPECT_EQ(runner.greedy(), next) << "greedy choice after position " << tokens.size() + s - 1;
+    runner.append(std::span(&next, 1));
+    check(uint32_t(tokens.size() + s));
+  }
+}
+
+class TinyModelTest : public test::GpuTest, public ::testing::WithParamInterface<TinyModel> {};
+
+TEST_P(TinyModelTest, LogitsMatchFloat64) {
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TinyModel& m = GetParam();
+  const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, seed));
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens(37);
+  for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+  // fp32 activations against float64: only the order of sums differs, but for
+  // attention's probabilities, which the tensor-core chunk kernel rounds to fp16
+  // (docs/methods.md, decision 12) where the storage type is.
+  expect_matches_reference(checkpoint, tokens, 16, 4, m.dtype == DType::f32 ? 1e-4 : 4e-3);
+}
+
+std::vector<TinyModel> tiny_models() {
+  std::vector<TinyModel> models;
+  TinyModel gqa{"llama_gqa_tied_f16"};
+  models.push_back(gqa);
+  TinyModel untied = gqa;
+  untied.name = "llama_gqa_untied_bf16";
+  untied.tied = false;
+  untied.dtype = DType::bf16;
+  models.push_back(untied);
+  TinyModel mha = gqa;
+  mha.name = "llama_mha_f32_llama3_rope";
+  mha.kv_heads = 4;
+  mha.dtype = DType::f32;
+  mha.rope = R"({"rope_theta": 500000.0, "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64})";
+  models.push_back(mha);
+  TinyModel qwen = gqa;
+  qwen.name = "qwen2_biases_mqa";
+  qwen.architecture = "Qwen2ForCausalLM";
+  qwen.kv_heads = 1;
+  qwen.head_dim = 32;
+  qwen.hidden = 96;
+  models.push_back(qwen);
+  return models;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TinyModelTest, ::testing::ValuesIn(tiny_models()),
+                         [](const ::testing::TestParamInfo<TinyModel>& info) { return info.param.name; });
+
+class ModelRunTest : public test::GpuTest {};
+
+// stories260K (assets/models/stories260K): head size 8, GQA 2:1, fp32, RoPE on neighbouring channels.
+TEST_F(ModelRunTest, Stories260kMatchesFloat64) {
+  const model::Checkpoint checkpoint = model::Checkpoint::open(KVSCOPE_ASSETS "/models/stories260K/stories260K.bin");
+  EXPECT_EQ(checkpoint.config().head_dim, 8u);
+  EXPECT_EQ(checkpoint.config().kv_heads, 4u);
+  const std::vector<int32_t> tokens{1, 403, 407, 261, 378, 271, 267, 284, 414, 265, 285, 261, 308, 376};
+  expect_matches_reference(checkpoint, tokens, 8, 6, 1e-4);
+}
+
+// Greedy tokens after `prompt` (BOS first where the model has one), until
+// `steps` or the model's end token; the text the tokenizer decodes.
+std::string generate(const model::Checkpoint& checkpoint, const model::Tokenizer& tokenizer, const std::string& prompt,
+                     uint32_t steps) {
+  const model::ModelConfig& c = checkpoint.config();
+  std::vector<int32_t> tokens;
+  if (c.bos_token >= 0) tokens.push_back(c.bos_token);
+  for (int32_t t : tokenizer.encode(prompt)) tokens.push_back(t);
+  model::Model runner(test::device(), checkpoint, uint32_t(tokens.size() + steps));
+  for (size_t first = 0; first < tokens.size(); first += runner.chunk())
+    runner.append(std::span(tokens).subspan(first, std::min<size_t>(runner.chunk(), tokens.size() - first)));
+  std::string text;
+  int32_t previous = tokens.back();
+  for (uint32_t s = 0; s < steps; ++s) {
+    const int32_t next = runner.greedy();
+    if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), next) != c.eos_tokens.end()) break;
+    text += tokenizer.decode(previous, next);
+    if (s + 1 < steps) runner.append(std::span(&next, 1));
+    previous = next;
+  }
+  return text;
+}
+
+// llama2.c's own test (test_all.py, test_runc): `run stories260K.bin -z
+// tok512.bin -t 0.0 -n 200` prints this (then a newline). run.c's -n counts
+// positions from the BOS, each choosing one new token: 200 tokens.
+TEST_F(ModelRunTest, Stories260kGreedyTextIsRunC) {
+  const model::Checkpoint checkpoint = model::Checkpoint::open(KVSCOPE_ASSETS "/models/stories260K/stories260K.bin");
+  const auto tokenizer = model::open_tokenizer(KVSCOPE_ASSETS "/models/stories260K/tok512.bin", checkpoint.config().vocab);
+  const std::string expected =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a "
+      "big, red ball. She wanted to play with it, but it was too high.\nLily's mom said, \"Lily, let's go to the "
+      "park.\" Lily was sad and didn't know what to do. She said, \"I want to play with your ball, but I can't find "
+      "it.\"\nLily was sad and didn't know what to do. She said, \"I'm sorry, Lily. I didn't know what to do.\"\nLily "
+      "didn't want to help her mom, so she";
+  EXPECT_EQ(generate(checkpoint, *tokenizer, "", 200), expected);
+}
+
+// llama-debian-5m (assets/models/llama-debian-5m) finds a passkey in a 2k-token
+// prompt with dense attention, as its model card says.
+TEST_F(ModelRunTest, LlamaDebian5mAnswersA2kPasskey) {
+  const model::Checkpoint checkpoint = model::Checkpoint::open(KVSCOPE_ASSETS "/models/llama-debian-5m");
+  const auto tokenizer = model::open_tokenizer(KVSCOPE_ASSETS "/models/llama-debian-5m", checkpoint.config().vocab);
+  std::mt19937 rng(test::test_seed());
+  const uint32_t passkey = 10000 + rng() % 90000;
+  SCOPED_TRACE("passkey " + std::to_string(passkey));
+  const model::RetrievalPrompt prompt = model::passkey_prompt(*tokenizer, 2048, 0.5, passkey);
+  EXPECT_GT(tokenizer->encode(prompt.text).size(), 1900u);
+  const std::string answer = generate(checkpoint, *tokenizer, prompt.text, 6);
+  EXPECT_EQ(answer.substr(0, prompt.answer.size()), prompt.answer) << answer;
+}
+
+TEST(ModelConfig, RefusesWhatItCannotRun) {
+  const std::string base = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,
+    "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "rope_theta": 10000.0)";
+  EXPECT_NO_THROW(model::parse_hf_config(base + "}", "c"));
+  auto refused = [&](const std::string& extra, const std::string& words) {
+    try {
+      model::parse_hf_config(base + extra + "}", "c");
+      ADD_FAILURE() << "accepted " << extra;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+  };
+  refused(R"(, "hidden_act": "gelu")", "hidden_act");
+  refused(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})", "rope_type");
+  refused(R"(, "head_dim": 12)", "head_dim");
+  refused(R"(, "mlp_bias": true)", "mlp_bias");
+  EXPECT_THROW(model::parse_hf_config("{", "c"), InputError);
+  EXPECT_THROW(model::parse_hf_config(R"({"architectures": ["GPT2LMHeadModel"]})", "c"), InputError);
+  // Mistral: a sliding window shorter than the sequence is refused with the reason.
+  const model::ModelConfig mistral = model::parse_hf_config(
+      R"({"architectures": ["MistralForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 96, "vocab_size": 100, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5,
+          "rope_theta": 10000.0, "sliding_window": 1024})",
+      "c");
+  EXPECT_NO_THROW(model::check_sequence_length(mistral, 1024));
+  EXPECT_THROW(model::check_sequence_length(mistral, 1025), InputError);
+  EXPECT_THROW(model::check_sequence_length(mistral, 5000), InputError);
+}
+
+TEST(Checkpoint, RefusesMissingAndMisshapenTensors) {
+  TinyModel m{"refusals"};
+  const auto dir = write_tiny_model(m, 1);
+  // A config that promises more layers than the weights hold.
+  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  config["num_hidden_layers"] = 3;
+  std::ofstream(dir / "config.json") << config.dump();
+  try {
+    model::Checkpoint::open(dir);
+    ADD_FAILURE() << "accepted a missing layer";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.2."), std::string::npos) << e.what();
+  }
+  config["num_hidden_layers"] = 2;
+  config["intermediate_size"] = 80;
+  std::ofstream(dir / "config.json") << config.dump();
+  try {
+    model::Checkpoint::open(dir);
+    ADD_FAILURE() << "accepted a misshapen tensor";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp.gate_proj.weight"), std::string::npos) << e.what();
+  }
+  // A shard index that points out of the directory.
+  std::ofstream(dir / "model.safetensors.index.json") << R"({"weight_map": {"model.embed_tokens.weight": "../x.safetensors"}})";
+  EXPECT_THROW(model::Checkpoint::open(dir), InputError);
+}
+
+TEST(Checkpoint, RefusesTruncatedLlama2c) {
+  std::ifstream in(KVSCOPE_ASSETS "/models/stories260K/stories260K.bin", std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u);
+  auto as_bytes = [](const std::vector<char>& b) {
+    std::vector<std::byte> out(b.size());
+    std::memcpy(out.data(), b.data(), b.size());
+    return out;
+  };
+  EXPECT_NO_THROW(model::Checkpoint::from_llama2c(as_bytes(bytes), "s"));
+  std::vector<char> truncated(bytes.begin(), bytes.end() - 4);
+  EXPECT_THROW(model::Checkpoint::from_llama2c(as_bytes(truncated), "s"), InputError);
+  std::vector<char> hostile = bytes;
+  const int32_t huge = 1 << 30;
+  std::memcpy(hostile.data() + 4, &huge, 4);  // hidden_dim
+  EXPECT_THROW(model::Checkpoint::from_llama2c(as_bytes(hostile), "s"), InputError);
+}
+
+}  // namespace
+}  // namespace kv
