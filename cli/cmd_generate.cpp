@@ -112,6 +112,8 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   Random random(args.count("seed", 0));
   const std::string prompt = args.has("prompt-file") ? read_text_file(args.text("prompt-file")) : args.text("prompt", "");
   const std::string json_path = args.text("json", ""), logits_path = args.text("logits", "");
+  for (const std::string& path : {json_path, logits_path})
+    if (!path.empty()) require_output_folder(path);
 
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
   const model::ModelConfig& config = checkpoint.config();

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -17,6 +18,12 @@ inline void write_text_atomically(const std::string& path, const std::string& te
     std::remove(temporary.c_str());
     throw InputError("cannot write " + path);
   }
+}
+
+// Refuses, before any work, an output path whose folder does not exist.
+inline void require_output_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder)) throw InputError("cannot write " + path + ": no folder " + folder.string());
 }
 
 }  // namespace kv::cli

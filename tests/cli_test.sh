@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval bench inspect; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench inspect generate; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -70,6 +70,20 @@ expect 0 "inspect a prefill chunk" -- "$kvscope" --debug-sync inspect --capture 
 grep -q '"inspection_ms"' "$work/out" || { echo "FAIL: inspect --json lacks inspection_ms"; failures=$((failures + 1)); }
 expect 2 "inspect a block past the end" -- "$kvscope" inspect --capture "$work/s.safetensors" --decode --probes 4 --block 9 --method quest --budget 8
 expect 2 "unknown device" -- "$kvscope" --device no-such-gpu dense --capture "$work/s.safetensors" --decode
+
+stories=$(dirname "$0")/../assets/models/stories260K
+expect 0 "generate with stories260K" -- "$kvscope" --debug-sync generate --model "$stories/stories260K.bin" --prompt "Once upon a time" --steps 12 --json "$work/g.json"
+grep -q "[a-z]" "$work/out" ||
+  { echo "FAIL: generate printed no text"; failures=$((failures + 1)); }
+grep -q '"decode_ms_per_token"' "$work/g.json" && grep -q '"gpu_ms_by_stage"' "$work/g.json" ||
+  { echo "FAIL: generate --json lacks its timings"; failures=$((failures + 1)); }
+expect 2 "generate without a model" -- "$kvscope" generate --prompt hi
+expect 2 "generate with a missing model" -- "$kvscope" generate --model "$work/none"
+expect 2 "generate past the context" -- "$kvscope" generate --model "$stories/stories260K.bin" --steps 600
+expect 2 "generate with a bad temperature" -- "$kvscope" generate --model "$stories/stories260K.bin" --temperature hot
+expect 2 "generate with a truncated checkpoint" -- "$kvscope" generate --model "$work/truncated.safetensors" --tokenizer "$stories/tok512.bin"
+expect 2 "generate with a wrong tokenizer" -- "$kvscope" generate --model "$stories/stories260K.bin" --tokenizer "$work/s.safetensors"
+expect 2 "generate with a refused --json" -- "$kvscope" generate --model "$stories/stories260K.bin" --steps 2 --json "$work/no/such/dir/g.json"
 
 echo "cli: $passes passed, $failures failed"
 [ "$failures" = 0 ]
