@@ -11,6 +11,7 @@
 #include "model_argmax.spv.h"
 #include "model_embed.spv.h"
 #include "model_matmul.spv.h"
+#include "model_matvec.spv.h"
 #include "model_rmsnorm.spv.h"
 #include "model_rope.spv.h"
 #include "model_swiglu.spv.h"
@@ -18,8 +19,8 @@
 namespace kv::model {
 namespace {
 
-// model_matmul's tiles (rows x tokens a workgroup).
-constexpr uint32_t kOneRows = 64, kManyRows = 32, kManyTokens = 8;
+// model_matmul's tile (rows x tokens a workgroup), model_matvec's rows a workgroup.
+constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
 
 vk::Buffer upload_weight(const vk::Device& device, const Weight& weight) {
   vk::Buffer buffer(device, weight.data.size());
@@ -54,10 +55,10 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
       chunk_(std::max(1u, std::min(chunk, capacity))),
       embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)}, std::vector<uint32_t>{element_type(dtype_)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
-      matmul_one_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
-                  std::vector<uint32_t>{element_type(dtype_), kOneRows, 1, kOneRows}),
-      matmul_many_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
-                   std::vector<uint32_t>{element_type(dtype_), kManyRows, kManyTokens, kManyRows * kManyTokens}),
+      matvec_(device, "model_matvec", model_matvec_spirv, {4, sizeof(layouts::ModelMatmulPush)},
+              std::vector<uint32_t>{element_type(dtype_)}),
+      matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
+              std::vector<uint32_t>{element_type(dtype_), kTileRows, kTileTokens, kTileRows * kTileTokens}),
       rope_(device, "model_rope", model_rope_spirv, {7, sizeof(layouts::ModelRopePush)}, std::vector<uint32_t>{element_type(dtype_)}),
       swiglu_(device, "model_swiglu", model_swiglu_spirv, {2, sizeof(layouts::ModelSwigluPush)}, {}),
       argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
@@ -67,8 +68,8 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
       tied_(checkpoint.tied()),
       attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_) {
   const ModelConfig& c = config_;
-  if (dtype_ != DType::f32 && (c.hidden % 2 || c.intermediate % 2))
-    throw InputError(checkpoint.source() + ": 16-bit weights need an even hidden size and intermediate size");
+  if (c.hidden % 2 || c.intermediate % 2)  // the linear layers take channels in pairs
+    throw InputError(checkpoint.source() + ": the hidden and intermediate sizes must be even");
   if (!tied_) lm_head_ = upload_weight(device, checkpoint.lm_head());
   for (const LayerWeights& w : checkpoint.layers()) {
     DeviceLayer d{upload_floats(device, to_floats(w.attention_norm)), upload_floats(device, to_floats(w.mlp_norm)),
@@ -94,7 +95,9 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
     }
   rotations_ = upload_floats(device, rotations);
   const size_t n = chunk_, q_dim = size_t(c.heads) * c.head_dim, kv_dim = size_t(c.kv_heads) * c.head_dim;
-  tokens_ = vk::Buffer(device, n * 4);
+  // The step's tokens and its greedy choice cross to and from the host every
+  // step: host-visible memory spares a staging copy and a submission each way.
+  tokens_ = vk::Buffer(device, n * 4, vk::MemoryKind::host_staging);
   x_ = vk::Buffer(device, n * c.hidden * 4);
   normed_ = vk::Buffer(device, n * c.hidden * 4);
   q_ = vk::Buffer(device, n * q_dim * 4);
@@ -104,16 +107,18 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   gate_ = vk::Buffer(device, n * c.intermediate * 4);
   up_ = vk::Buffer(device, n * c.intermediate * 4);
   logits_ = vk::Buffer(device, n * c.vocab * 4);
-  chosen_ = vk::Buffer(device, 4);
+  chosen_ = vk::Buffer(device, 4, vk::MemoryKind::host_staging);
 }
 
 void Model::record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& input, vk::Buffer& output,
                           const vk::Buffer* bias, uint32_t n_tokens, uint32_t n_in, uint32_t n_out, bool accumulate,
                           uint32_t input_head_dim, const std::string& stage) const {
   const layouts::ModelMatmulPush push{n_tokens, n_in, n_out, accumulate ? 1u : 0u, bias ? 1u : 0u, input_head_dim};
-  const bool one = n_tokens == 1;
-  pass.dispatch(one ? matmul_one_ : matmul_many_, {&weights, &input, &output, bias ? bias : &no_bias_}, push,
-                ceil_div(n_out, one ? kOneRows : kManyRows), ceil_div(n_tokens, one ? 1 : kManyTokens), 1, stage);
+  if (n_tokens == 1)
+    pass.dispatch(matvec_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kMatvecRows), 1, 1, stage);
+  else
+    pass.dispatch(matmul_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kTileRows),
+                  ceil_div(n_tokens, kTileTokens), 1, stage);
 }
 
 void Model::append(std::span<const int32_t> tokens, bool all_logits) {
@@ -152,6 +157,8 @@ void Model::append(std::span<const int32_t> tokens, bool all_logits) {
   pass.dispatch(rmsnorm_, {&x_, &final_norm_, &normed_}, layouts::ModelRmsNormPush{logit_rows_, n - logit_rows_, c.hidden, eps},
                 logit_rows_, 1, 1, "rmsnorm");
   record_matmul(pass, tied_ ? embedding_ : lm_head_, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
+  if (logit_rows_ == 1)  // the greedy choice in the same submission
+    pass.dispatch(argmax_, {&logits_, &chosen_}, layouts::ModelArgmaxPush{c.vocab}, 1, 1, 1, "argmax");
   pass.run();
   length_ += n;
   add_times(pass);
@@ -166,9 +173,6 @@ int32_t Model::greedy() const {
     const float* last = all.data() + size_t(logit_rows_ - 1) * config_.vocab;
     return int32_t(std::max_element(last, last + config_.vocab) - last);
   }
-  vk::Pass pass(device_, 1);
-  pass.dispatch(argmax_, {&logits_, &chosen_}, layouts::ModelArgmaxPush{config_.vocab}, 1, 1, 1, "argmax");
-  pass.run();
   return chosen_.download_values<int32_t>(1)[0];
 }
 

@@ -34,7 +34,8 @@ class Model {
   void append(std::span<const int32_t> tokens, bool all_logits = false);
   // The logits of the last append: [vocab], or [n, vocab] with all_logits.
   std::vector<float> logits() const;
-  // The first token of largest logit after the last append, chosen on the GPU.
+  // The first token of largest logit after the last append, chosen on the GPU
+  // in the append's own submission.
   int32_t greedy() const;
 
   // GPU time per stage, summed over every append so far.
@@ -60,8 +61,8 @@ class Model {
   uint32_t capacity_, chunk_, length_ = 0;
   uint32_t logit_rows_ = 0;
   vk::Kernel embed_, rmsnorm_, rope_, swiglu_, argmax_;
-  // model_matmul by tile: a decode step's one token, and a prefill chunk's many.
-  vk::Kernel matmul_one_, matmul_many_;
+  // A decode step's linear layers (model_matvec) and a prefill chunk's (model_matmul).
+  vk::Kernel matvec_, matmul_;
   vk::Buffer embedding_, lm_head_, final_norm_, rotations_, no_bias_;
   bool tied_;
   std::vector<DeviceLayer> layers_;

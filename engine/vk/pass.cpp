@@ -100,6 +100,12 @@ void Pass::run() {
     begin_if_needed();
     if (timed_ && timing_ == Timing::whole)
       vkCmdWriteTimestamp(command_buffer_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 1);
+    // Kernels may write host-visible buffers that the host reads once the pass is done.
+    VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(command_buffer_.get(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                         &to_host, 0, nullptr, 0, nullptr);
     KV_VK_CHECK(vkEndCommandBuffer(command_buffer_.get()));
     ended_ = true;
   }
