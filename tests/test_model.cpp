@@ -128,8 +128,9 @@ void expect_matches_reference(const model::Checkpoint& checkpoint, std::vector<i
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
     double largest = 0;
     for (double v : sorted) largest = std::max(largest, std::abs(v));
-    if (sorted[0] - sorted[1] > 2 * tolerance * largest)
+    if (sorted[0] - sorted[1] > 2 * tolerance * largest) {
       EXPECT_EQ(runner.greedy(), next) << "greedy choice after position " << tokens.size() + s - 1;
+    }
     runner.append(std::span(&next, 1));
     check(uint32_t(tokens.size() + s));
   }

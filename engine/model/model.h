@@ -60,9 +60,10 @@ class Model {
   DType dtype_;
   uint32_t capacity_, chunk_, length_ = 0;
   uint32_t logit_rows_ = 0;
-  vk::Kernel embed_, rmsnorm_, rope_, swiglu_, argmax_;
+  vk::Kernel embed_, rmsnorm_;
   // A decode step's linear layers (model_matvec) and a prefill chunk's (model_matmul).
   vk::Kernel matvec_, matmul_;
+  vk::Kernel rope_, swiglu_, argmax_;
   vk::Buffer embedding_, lm_head_, final_norm_, rotations_, no_bias_;
   bool tied_;
   std::vector<DeviceLayer> layers_;
