@@ -29,6 +29,7 @@ int run_eval(const GlobalOptions&, const std::vector<std::string>&);
 int run_bench(const GlobalOptions&, const std::vector<std::string>&);
 int run_inspect(const GlobalOptions&, const std::vector<std::string>&);
 int run_generate(const GlobalOptions&, const std::vector<std::string>&);
+int run_capture(const GlobalOptions&, const std::vector<std::string>&);
 
 extern const char* const kDevicesHelp;
 extern const char* const kInfoHelp;
@@ -39,5 +40,6 @@ extern const char* const kEvalHelp;
 extern const char* const kBenchHelp;
 extern const char* const kInspectHelp;
 extern const char* const kGenerateHelp;
+extern const char* const kCaptureHelp;
 
 }  // namespace kv::cli

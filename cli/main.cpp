@@ -29,6 +29,8 @@ const Command kCommands[] = {
      kv::cli::run_bench, true},
     {"generate", "run a model on the GPU and print the text it generates", kv::cli::kGenerateHelp,
      kv::cli::run_generate},
+    {"capture", "write a capture of a model's Q, K and V from kvscope's own forward pass", kv::cli::kCaptureHelp,
+     kv::cli::run_capture},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
      kv::cli::run_inspect, true},
 };

@@ -363,7 +363,8 @@ KV_PUSH_STRUCT(ModelMatmulPush, MODEL_MATMUL_FIELDS)
   uint head_dim; \
   uint first_position; \
   uint capacity; \
-  uint interleaved;  /* pairs (2i, 2i + 1), else (i, i + d / 2) */
+  uint interleaved;  /* pairs (2i, 2i + 1), else (i, i + d / 2) */ \
+  uint keep_queries; /* also write q at its position of kept_queries [H, capacity, d] (a capture) */
 KV_PUSH_STRUCT(ModelRopePush, MODEL_ROPE_FIELDS)
 
 // model_swiglu.comp: h[t, i] = silu(gate[t, i]) * up[t, i].

@@ -17,6 +17,7 @@ layout(std430, binding = 3) readonly buffer Rotations { vec2 rotation[]; };  // 
 layout(std430, binding = 4) writeonly buffer Queries { uint queries[]; };     // [H, n_tokens, d]
 layout(std430, binding = 5) writeonly buffer KeyCache { uint key_cache[]; };  // [G, capacity, d]
 layout(std430, binding = 6) writeonly buffer ValueCache { uint value_cache[]; };
+layout(std430, binding = 7) writeonly buffer KeptQueries { uint kept_queries[]; };  // [H, capacity, d]
 
 layout(push_constant) uniform ModelRopePush { MODEL_ROPE_FIELDS } pc;
 
@@ -60,6 +61,10 @@ void main() {
     const vec2 value = vec2(rotated(true, row, c, position), rotated(true, row, c + 1u, position));
     const uint e = (slot * pc.n_tokens + t) * d + c;
     STORE_PAIR(queries, e, value)
+    if (pc.keep_queries != 0u) {
+      const uint kept = (slot * pc.capacity + position) * d + c;
+      STORE_PAIR(kept_queries, kept, value)
+    }
   } else if (slot < pc.n_heads + pc.n_kv_heads) {
     const uint g = slot - pc.n_heads, row = t * pc.n_kv_heads * d + g * d;
     const vec2 value = vec2(rotated(false, row, c, position), rotated(false, row, c + 1u, position));

@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval bench inspect generate; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench inspect generate capture; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -84,6 +84,17 @@ expect 2 "generate with a bad temperature" -- "$kvscope" generate --model "$stor
 expect 2 "generate with a truncated checkpoint" -- "$kvscope" generate --model "$work/truncated.safetensors" --tokenizer "$stories/tok512.bin"
 expect 2 "generate with a wrong tokenizer" -- "$kvscope" generate --model "$stories/stories260K.bin" --tokenizer "$work/s.safetensors"
 expect 2 "generate with a refused --json" -- "$kvscope" generate --model "$stories/stories260K.bin" --steps 2 --json "$work/no/such/dir/g.json"
+
+debian5m=$(dirname "$0")/../assets/models/llama-debian-5m
+expect 0 "capture a passkey prompt" -- "$kvscope" --debug-sync capture --model "$debian5m" --passkey --length 300 --depth 0.5 --layers 0,5 --out "$work/pk.safetensors"
+expect 0 "info on the capture" -- "$kvscope" info "$work/pk.safetensors"
+grep -q "^5 *4 *2 *2 " "$work/out" || { echo "FAIL: the capture lacks layer 5"; failures=$((failures + 1)); }
+expect 0 "eval on the capture" -- "$kvscope" eval --capture "$work/pk.safetensors" --decode --probes 2 --budgets 32 --methods quest,fier
+grep -q "needle" "$work/out" || { echo "FAIL: eval on a passkey capture shows no needle recall"; failures=$((failures + 1)); }
+expect 2 "capture without a prompt" -- "$kvscope" capture --model "$debian5m" --out "$work/np.safetensors"
+expect 2 "capture of a missing layer" -- "$kvscope" capture --model "$debian5m" --prompt hello --layers 6 --out "$work/np.safetensors"
+expect 2 "capture with a depth past 1" -- "$kvscope" capture --model "$debian5m" --passkey --length 300 --depth 1.5 --out "$work/np.safetensors"
+[ -e "$work/np.safetensors" ] && { echo "FAIL: a refused capture left a file"; failures=$((failures + 1)); }
 
 echo "cli: $passes passed, $failures failed"
 [ "$failures" = 0 ]

@@ -244,6 +244,37 @@ TEST_F(ModelRunTest, LlamaDebian5mAnswersA2kPasskey) {
   EXPECT_EQ(answer.substr(0, prompt.answer.size()), prompt.answer) << answer;
 }
 
+// What kvscope capture writes: the queries the runner keeps and its KV cache,
+// against the reference's rotated, rounded q, k and v.
+TEST_F(ModelRunTest, KeptQueriesAndCacheMatchFloat64) {
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TinyModel m{"capture_gqa_bf16"};
+  m.dtype = DType::bf16;
+  const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, seed));
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens(45);
+  for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+  model::Model runner(test::device(), checkpoint, uint32_t(tokens.size()), 16);
+  runner.keep_queries(1);
+  for (size_t first = 0; first < tokens.size(); first += 16)
+    runner.append(std::span(tokens).subspan(first, std::min<size_t>(16, tokens.size() - first)));
+  const reference::LayerQkv expected = reference::model_qkv(checkpoint, tokens, 1);
+  auto compare = [&](const vk::Buffer& buffer, const std::vector<double>& want, const char* what) {
+    std::vector<std::byte> bytes(want.size() * 2);
+    buffer.download(bytes);
+    const std::vector<float> got = to_float(DType::bf16, bytes);
+    double largest = 0;
+    for (double v : want) largest = std::max(largest, std::abs(v));
+    size_t off = 0;  // bf16 keeps 8 bits: a neighbouring value after a last-bit difference upstream
+    for (size_t i = 0; i < want.size(); ++i) off += std::abs(got[i] - want[i]) > 1e-4 * largest + 0.008 * std::abs(want[i]);
+    EXPECT_LE(off, want.size() / 100) << what << ": " << off << " of " << want.size() << " values off";
+  };
+  compare(runner.kept_queries(1), expected.q, "q");
+  compare(runner.cache(1).keys, expected.k, "k");
+  compare(runner.cache(1).values, expected.v, "v");
+}
+
 TEST(ModelConfig, RefusesWhatItCannotRun) {
   const std::string base = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100,

@@ -59,7 +59,7 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
               std::vector<uint32_t>{element_type(dtype_)}),
       matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
               std::vector<uint32_t>{element_type(dtype_), kTileRows, kTileTokens, kTileRows * kTileTokens}),
-      rope_(device, "model_rope", model_rope_spirv, {7, sizeof(layouts::ModelRopePush)}, std::vector<uint32_t>{element_type(dtype_)}),
+      rope_(device, "model_rope", model_rope_spirv, {8, sizeof(layouts::ModelRopePush)}, std::vector<uint32_t>{element_type(dtype_)}),
       swiglu_(device, "model_swiglu", model_swiglu_spirv, {2, sizeof(layouts::ModelSwigluPush)}, {}),
       argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
       embedding_(upload_weight(device, checkpoint.embedding())),
@@ -82,6 +82,7 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
     layers_.push_back(std::move(d));
     caches_.push_back(std::make_unique<GpuLayer>(device, cache_shape(c, capacity_), dtype_, 1.0 / std::sqrt(double(c.head_dim))));
   }
+  kept_queries_.resize(c.layers);
   // (cos, sin) of every position and channel pair: the angle is the fp32
   // product of the position and the inverse frequency, as transformers and
   // llama2.c form it, and its cosine and sine are taken in float64 (a GPU's
@@ -142,8 +143,9 @@ void Model::append(std::span<const int32_t> tokens, bool all_logits) {
     record_matmul(pass, w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
     record_matmul(pass, w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
     const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
-                                      c.rope_pairs == RopePairs::interleaved ? 1u : 0u};
-    pass.dispatch(rope_, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values}, rope,
+                                      c.rope_pairs == RopePairs::interleaved ? 1u : 0u, kept_queries_[l] ? 1u : 0u};
+    const vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
+    pass.dispatch(rope_, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values, kept}, rope,
                   ceil_div(n * (c.heads + 2 * c.kv_heads) * c.head_dim / 2, 256), 1, 1, "rope");
     attention_.record(pass, *caches_[l], {&queries_, n, length_}, "attention");
     record_matmul(pass, w.wo, attention_.output_buffer(), x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
@@ -162,6 +164,18 @@ void Model::append(std::span<const int32_t> tokens, bool all_logits) {
   pass.run();
   length_ += n;
   add_times(pass);
+}
+
+void Model::keep_queries(uint32_t layer) {
+  if (layer >= config_.layers) throw InputError("the model has no layer " + std::to_string(layer));
+  if (!kept_queries_[layer])
+    kept_queries_[layer] = std::make_unique<vk::Buffer>(
+        device_, size_t(config_.heads) * capacity_ * config_.head_dim * dtype_size(dtype_));
+}
+
+const vk::Buffer& Model::kept_queries(uint32_t layer) const {
+  if (layer >= config_.layers || !kept_queries_[layer]) throw InputError("layer " + std::to_string(layer) + "'s queries were not kept");
+  return *kept_queries_[layer];
 }
 
 std::vector<float> Model::logits() const { return logits_.download_values<float>(size_t(logit_rows_) * config_.vocab); }

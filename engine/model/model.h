@@ -42,6 +42,10 @@ class Model {
   const std::vector<vk::StageTime>& stage_times() const { return stage_times_; }
   // The KV cache of a layer, [G, capacity, d] in the storage type.
   const GpuLayer& cache(uint32_t layer) const { return *caches_[layer]; }
+  // Keeps every position's queries of `layer` (after RoPE, [H, capacity, d] in
+  // the storage type) from the next append on, for a capture.
+  void keep_queries(uint32_t layer);
+  const vk::Buffer& kept_queries(uint32_t layer) const;
 
  private:
   struct DeviceLayer {
@@ -68,6 +72,7 @@ class Model {
   bool tied_;
   std::vector<DeviceLayer> layers_;
   std::vector<std::unique_ptr<GpuLayer>> caches_;
+  std::vector<std::unique_ptr<vk::Buffer>> kept_queries_;  // by layer; null where not kept
   Attention attention_;
   vk::Buffer tokens_, x_, normed_, q_, k_, v_, queries_, gate_, up_, logits_, chosen_;
   std::vector<vk::StageTime> stage_times_;

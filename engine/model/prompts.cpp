@@ -1,6 +1,7 @@
 #include "model/prompts.h"
 
 #include <cmath>
+#include <utility>
 
 #include "error.h"
 
@@ -42,6 +43,53 @@ RetrievalPrompt passkey_prompt(const Tokenizer& tokenizer, uint32_t tokens, doub
     (length(middle) <= tokens ? low : high) = middle;
   }
   return build_passkey(low, depth, passkey);
+}
+
+RetrievalPrompt needle_prompt(const Tokenizer& tokenizer, const std::string& haystack, const std::string& needle,
+                              const std::string& question, uint32_t tokens, double depth) {
+  if (!(depth >= 0 && depth <= 1)) throw InputError("the depth must be in [0, 1]");
+  const std::string sentence = needle + (needle.empty() || needle.back() == ' ' ? "" : " ");
+  auto build = [&](size_t chars) {
+    const std::string cut = haystack.substr(0, chars);
+    const size_t target = size_t(double(cut.size()) * depth);
+    // The last ". " that ends by the target, as tools/capture_qkv.py places it.
+    const size_t stop = depth > 0 && target >= 2 ? cut.rfind(". ", target - 2) : std::string::npos;
+    const size_t at = stop != std::string::npos ? stop + 2 : target;
+    RetrievalPrompt p;
+    p.text = cut.substr(0, at) + sentence + cut.substr(at) + question;
+    p.needle_first = at;
+    p.needle_end = at + sentence.size();
+    return p;
+  };
+  auto fits = [&](size_t chars) { return tokenizer.encode(build(chars).text).size() + 1 <= tokens; };
+  if (!fits(0)) throw InputError("the needle and the question alone take more than " + std::to_string(tokens) + " tokens");
+  size_t low = 0, high = haystack.size() + 1;  // the most haystack characters that fit
+  while (high - low > 1) {
+    const size_t middle = low + (high - low) / 2;
+    (fits(middle) ? low : high) = middle;
+  }
+  return build(low);
+}
+
+std::vector<std::string> token_pieces(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, int32_t previous) {
+  std::vector<std::string> pieces;
+  for (int32_t id : ids) pieces.push_back(tokenizer.decode(std::exchange(previous, id), id));
+  return pieces;
+}
+
+std::pair<uint32_t, uint32_t> token_span(const std::vector<std::string>& pieces, size_t from, size_t to) {
+  uint32_t first = uint32_t(pieces.size()), end = 0;
+  size_t at = 0;
+  for (uint32_t i = 0; i < pieces.size(); ++i) {
+    const size_t next = at + pieces[i].size();
+    if (next > from && at < to && next > at) {
+      first = std::min(first, i);
+      end = i + 1;
+    }
+    at = next;
+  }
+  if (first >= end) throw InputError("the needle is not among the prompt's tokens");
+  return {first, end};
 }
 
 }  // namespace kv::model

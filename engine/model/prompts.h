@@ -4,6 +4,8 @@
 // generation see the same words.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/tokenizer.h"
 
@@ -19,5 +21,16 @@ struct RetrievalPrompt {
 // passkey sentence at `depth` (0..1) of them, and the question; as many fillers
 // as keep the prompt (with a BOS) within `tokens` tokens.
 RetrievalPrompt passkey_prompt(const Tokenizer& tokenizer, uint32_t tokens, double depth, uint32_t passkey);
+
+// A needle sentence in a haystack: the haystack cut so that with the needle and
+// the question the prompt (with a BOS) holds at most `tokens` tokens, the needle
+// at `depth` of it, after the last ". " before that point where there is one.
+RetrievalPrompt needle_prompt(const Tokenizer& tokenizer, const std::string& haystack, const std::string& needle,
+                              const std::string& question, uint32_t tokens, double depth);
+
+// The text each token adds after the one before it (the first after `previous`).
+std::vector<std::string> token_pieces(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, int32_t previous);
+// The tokens [first, end) of `ids` whose text overlaps bytes [from, to) of the text they decode to.
+std::pair<uint32_t, uint32_t> token_span(const std::vector<std::string>& pieces, size_t from, size_t to);
 
 }  // namespace kv::model

@@ -63,9 +63,10 @@ struct Layer {
   std::vector<Vector> keys, values;  // per position, [G * d]
 };
 
-}  // namespace
-
-std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std::span<const int32_t> tokens) {
+// The forward pass; `on_qkv(layer, position, q, k, v)` sees each layer's
+// rotated, rounded q, k and v.
+template <typename OnQkv>
+std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span<const int32_t> tokens, OnQkv on_qkv) {
   const ModelConfig& c = checkpoint.config();
   const DType dtype = checkpoint.matrix_dtype();
   const Vector embedding = widen(checkpoint.embedding()), lm_head = widen(checkpoint.lm_head());
@@ -91,6 +92,7 @@ std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std:
       for (double& e : q) e = stored(e, dtype);
       for (double& e : k) e = stored(e, dtype);
       for (double& e : v) e = stored(e, dtype);
+      on_qkv(uint32_t(&l - layers.data()), position, q, k, v);
       l.keys.push_back(k);
       l.values.push_back(v);
       Vector attended(size_t(c.heads) * d, 0.0);
@@ -121,6 +123,29 @@ std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std:
     logits.push_back(linear(lm_head, rms_norm(x, final_norm, c.rms_eps)));
   }
   return logits;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std::span<const int32_t> tokens) {
+  return forward(checkpoint, tokens, [](uint32_t, uint32_t, const Vector&, const Vector&, const Vector&) {});
+}
+
+LayerQkv model_qkv(const Checkpoint& checkpoint, std::span<const int32_t> tokens, uint32_t layer) {
+  const ModelConfig& c = checkpoint.config();
+  const size_t T = tokens.size(), d = c.head_dim;
+  LayerQkv out{Vector(size_t(c.heads) * T * d), Vector(size_t(c.kv_heads) * T * d), Vector(size_t(c.kv_heads) * T * d)};
+  forward(checkpoint, tokens, [&](uint32_t l, uint32_t position, const Vector& q, const Vector& k, const Vector& v) {
+    if (l != layer) return;
+    for (size_t h = 0; h < c.heads; ++h)
+      for (size_t i = 0; i < d; ++i) out.q[(h * T + position) * d + i] = q[h * d + i];
+    for (size_t g = 0; g < c.kv_heads; ++g)
+      for (size_t i = 0; i < d; ++i) {
+        out.k[(g * T + position) * d + i] = k[g * d + i];
+        out.v[(g * T + position) * d + i] = v[g * d + i];
+      }
+  });
+  return out;
 }
 
 }  // namespace kv::reference

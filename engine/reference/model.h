@@ -14,4 +14,11 @@ namespace kv::reference {
 // where the engine stores them (its queries and KV cache); everything else is float64.
 std::vector<std::vector<double>> model_logits(const model::Checkpoint& checkpoint, std::span<const int32_t> tokens);
 
+// What a capture of layer `layer` holds for `tokens` from position 0: q
+// [H, T, d], k and v [G, T, d] after RoPE, rounded to the storage type.
+struct LayerQkv {
+  std::vector<double> q, k, v;
+};
+LayerQkv model_qkv(const model::Checkpoint& checkpoint, std::span<const int32_t> tokens, uint32_t layer);
+
 }  // namespace kv::reference

@@ -1,0 +1,166 @@
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "args.h"
+#include "capture.h"
+#include "commands.h"
+#include "error.h"
+#include "files.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "model/prompts.h"
+#include "model/tokenizer.h"
+#include "random.h"
+#include "validation.h"
+
+namespace kv::cli {
+
+const char* const kCaptureHelp =
+    "usage: kvscope capture --model PATH [--tokenizer PATH]\n"
+    "                       (--prompt TEXT | --prompt-file F | --passkey --length N --depth D [--seed S]\n"
+    "                        | --haystack-file F --needle S [--question Q] --length N --depth D)\n"
+    "                       [--layers L1,L2|all] [--chunk B] --out FILE\n\n"
+    "Runs a model's prompt through kvscope's own forward pass and writes a capture\n"
+    "(docs/capture.md): each layer's queries and keys after RoPE and its values, in\n"
+    "the model's dtype, with the token ids and text; passkey and needle prompts also\n"
+    "record the needle's token span (needle_span). The prompts are those of\n"
+    "tools/capture_qkv.py: --passkey builds the passkey prompt of about N tokens with\n"
+    "the key (a 5-digit number from --seed, default 0) at depth D (0..1); --haystack-file\n"
+    "puts the sentence --needle into the file's text at depth D, cut to about N tokens,\n"
+    "then --question. The prompt starts with the model's BOS where it has one.\n"
+    "Default --layers: all.\n";
+
+namespace {
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::filesystem::path tokenizer_for(const std::filesystem::path& model) {
+  if (std::filesystem::is_directory(model)) return model / "tokenizer.json";
+  for (const auto& entry : std::filesystem::directory_iterator(model.parent_path().empty() ? "." : model.parent_path()))
+    if (entry.path().filename().string().rfind("tok", 0) == 0 && entry.path().extension() == ".bin" && entry.path() != model)
+      return entry.path();
+  throw InputError("capture: give --tokenizer (no tok*.bin beside " + model.string() + ")");
+}
+
+std::vector<uint32_t> parse_layers(const std::string& text, uint32_t layers) {
+  std::vector<uint32_t> out;
+  if (text == "all") {
+    for (uint32_t l = 0; l < layers; ++l) out.push_back(l);
+    return out;
+  }
+  std::stringstream parts(text);
+  for (std::string part; std::getline(parts, part, ',');) {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 6)
+      throw InputError("capture: --layers takes all or layer indices, not '" + text + "'");
+    const uint32_t l = uint32_t(std::stoul(part));
+    if (l >= layers) throw InputError("capture: the model has " + std::to_string(layers) + " layers, not a layer " + part);
+    out.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_capture(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  Args args("capture", argv,
+            {"model", "tokenizer", "prompt", "prompt-file", "length", "depth", "seed", "haystack-file", "needle",
+             "question", "layers", "chunk", "out"},
+            {"passkey"});
+  if (!args.positional().empty()) throw InputError("capture: unexpected argument '" + args.positional()[0] + "'");
+  const int sources = int(args.has("prompt")) + int(args.has("prompt-file")) + int(args.flag("passkey")) +
+                      int(args.has("haystack-file"));
+  if (sources != 1) throw InputError("capture: give one of --prompt, --prompt-file, --passkey and --haystack-file");
+  const std::filesystem::path model_path = args.required("model");
+  const std::string out = args.required("out");
+  require_output_folder(out);
+  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
+  const model::ModelConfig& config = checkpoint.config();
+  const auto tokenizer = model::open_tokenizer(
+      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : tokenizer_for(model_path), config.vocab);
+  const std::vector<uint32_t> layers = parse_layers(args.text("layers", "all"), config.layers);
+
+  // The prompt, and where its needle lies (in bytes), if it has one.
+  model::RetrievalPrompt prompt;
+  bool has_needle = false;
+  std::string source = "kvscope capture";
+  if (args.flag("passkey") || args.has("haystack-file")) {
+    const uint32_t length = args.required_count("length", 16, 1u << 24);
+    const std::string depth_text = args.required("depth");
+    char* end = nullptr;
+    const double depth = std::strtod(depth_text.c_str(), &end);
+    if (*end || !(depth >= 0 && depth <= 1)) throw InputError("capture: --depth must be a number in [0, 1], not '" + depth_text + "'");
+    if (args.flag("passkey")) {
+      Random random(args.count("seed", 0));
+      const uint32_t passkey = 10000 + uint32_t(random.below(90000));
+      prompt = model::passkey_prompt(*tokenizer, length, depth, passkey);
+      source += " --passkey --length " + std::to_string(length) + " --depth " + depth_text + " (passkey " + std::to_string(passkey) + ")";
+    } else {
+      prompt = model::needle_prompt(*tokenizer, read_file_text(args.text("haystack-file")), args.required("needle"),
+                                    args.text("question", ""), length, depth);
+      source += " --haystack-file " + args.text("haystack-file") + " --length " + std::to_string(length) + " --depth " + depth_text;
+    }
+    has_needle = true;
+  } else {
+    prompt.text = args.has("prompt-file") ? read_file_text(args.text("prompt-file")) : args.text("prompt");
+  }
+
+  std::vector<int32_t> tokens;
+  if (config.bos_token >= 0) tokens.push_back(config.bos_token);
+  const std::vector<int32_t> text_tokens = tokenizer->encode(prompt.text);
+  tokens.insert(tokens.end(), text_tokens.begin(), text_tokens.end());
+  if (tokens.size() < 2) throw InputError("capture: the prompt needs at least one token after the BOS");
+  model::check_sequence_length(config, tokens.size());
+
+  vk::Device device(global.device);
+  model::Model runner(device, checkpoint, uint32_t(tokens.size()), args.count("chunk", 128, 1, 4096));
+  for (uint32_t l : layers) runner.keep_queries(l);
+  for (size_t first = 0; first < tokens.size(); first += runner.chunk())
+    runner.append(std::span(tokens).subspan(first, std::min<size_t>(runner.chunk(), tokens.size() - first)));
+
+  // Token text: the BOS's own text, then what each token adds to the prompt.
+  std::vector<std::string> pieces{config.bos_token >= 0 ? tokenizer->decode(-1, tokens.front()) : std::string()};
+  std::vector<std::string> rest = model::token_pieces(*tokenizer, text_tokens, config.bos_token);
+  if (config.bos_token < 0) pieces.clear();
+  pieces.insert(pieces.end(), rest.begin(), rest.end());
+
+  CaptureData data;
+  data.model = model_path.string();
+  data.source = source;
+  data.token_ids = tokens;
+  data.token_text = pieces;
+  if (has_needle) {
+    const auto [first, end] = model::token_span(rest, prompt.needle_first, prompt.needle_end);
+    const uint32_t offset = config.bos_token >= 0 ? 1 : 0;
+    data.needle_span = std::make_pair(first + offset, end + offset);
+  }
+  const DType dtype = checkpoint.matrix_dtype();
+  const AttentionShape shape{config.heads, config.kv_heads, uint32_t(tokens.size()), config.head_dim};
+  const size_t q_bytes = size_t(shape.heads) * shape.tokens * shape.dim * dtype_size(dtype);
+  const size_t kv_bytes = size_t(shape.kv_heads) * shape.tokens * shape.dim * dtype_size(dtype);
+  std::vector<std::vector<std::byte>> storage;
+  storage.reserve(3 * layers.size());  // the layers' spans point into it
+  for (uint32_t l : layers) {
+    std::vector<std::byte>& q = storage.emplace_back(q_bytes);
+    std::vector<std::byte>& k = storage.emplace_back(kv_bytes);
+    std::vector<std::byte>& v = storage.emplace_back(kv_bytes);
+    runner.kept_queries(l).download(q);
+    runner.cache(l).keys.download(k);
+    runner.cache(l).values.download(v);
+    data.layers.push_back({int(l), shape, dtype, q, k, v});
+  }
+  write_capture(out, data);
+  std::fprintf(stderr, "kvscope: wrote %s: %zu layers, %zu tokens%s\n", out.c_str(), layers.size(), tokens.size(),
+               has_needle ? (", needle at tokens " + std::to_string(data.needle_span->first) + "-" +
+                             std::to_string(data.needle_span->second)).c_str()
+                          : "");
+  return exit_code(global, device, 0);
+}
+
+}  // namespace kv::cli
