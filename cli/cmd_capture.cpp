@@ -8,6 +8,7 @@
 #include "error.h"
 #include "files.h"
 #include "model/checkpoint.h"
+#include "model/files.h"
 #include "model/model.h"
 #include "model/prompts.h"
 #include "model/tokenizer.h"
@@ -32,22 +33,6 @@ const char* const kCaptureHelp =
     "Default --layers: all.\n";
 
 namespace {
-
-std::string read_file_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::filesystem::path tokenizer_for(const std::filesystem::path& model) {
-  if (std::filesystem::is_directory(model)) return model / "tokenizer.json";
-  for (const auto& entry : std::filesystem::directory_iterator(model.parent_path().empty() ? "." : model.parent_path()))
-    if (entry.path().filename().string().rfind("tok", 0) == 0 && entry.path().extension() == ".bin" && entry.path() != model)
-      return entry.path();
-  throw InputError("capture: give --tokenizer (no tok*.bin beside " + model.string() + ")");
-}
 
 std::vector<uint32_t> parse_layers(const std::string& text, uint32_t layers) {
   std::vector<uint32_t> out;
@@ -83,7 +68,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
   const model::ModelConfig& config = checkpoint.config();
   const auto tokenizer = model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : tokenizer_for(model_path), config.vocab);
+      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path), config.vocab);
   const std::vector<uint32_t> layers = parse_layers(args.text("layers", "all"), config.layers);
 
   // The prompt, and where its needle lies (in bytes), if it has one.
@@ -102,13 +87,13 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
       prompt = model::passkey_prompt(*tokenizer, length, depth, passkey);
       source += " --passkey --length " + std::to_string(length) + " --depth " + depth_text + " (passkey " + std::to_string(passkey) + ")";
     } else {
-      prompt = model::needle_prompt(*tokenizer, read_file_text(args.text("haystack-file")), args.required("needle"),
+      prompt = model::needle_prompt(*tokenizer, model::read_text_file(args.text("haystack-file")), args.required("needle"),
                                     args.text("question", ""), length, depth);
       source += " --haystack-file " + args.text("haystack-file") + " --length " + std::to_string(length) + " --depth " + depth_text;
     }
     has_needle = true;
   } else {
-    prompt.text = args.has("prompt-file") ? read_file_text(args.text("prompt-file")) : args.text("prompt");
+    prompt.text = args.has("prompt-file") ? model::read_text_file(args.text("prompt-file")) : args.text("prompt");
   }
 
   std::vector<int32_t> tokens;

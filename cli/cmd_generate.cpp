@@ -11,6 +11,7 @@
 #include "error.h"
 #include "files.h"
 #include "model/checkpoint.h"
+#include "model/files.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "random.h"
@@ -42,24 +43,6 @@ const char* const kGenerateHelp =
     "                     [n, vocab]), to compare with another implementation\n";
 
 namespace {
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::filesystem::path default_tokenizer(const std::filesystem::path& model) {
-  if (std::filesystem::is_directory(model)) return model / "tokenizer.json";
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::directory_iterator(model.parent_path().empty() ? "." : model.parent_path()))
-    if (entry.path().filename().string().rfind("tok", 0) == 0 && entry.path().extension() == ".bin" && entry.path() != model)
-      found.push_back(entry.path());
-  if (found.size() != 1) throw InputError("generate: give --tokenizer (no single tok*.bin beside " + model.string() + ")");
-  return found.front();
-}
 
 // A token from softmax(logits / temperature), within the smallest set of the
 // most likely tokens whose probabilities reach top_p.
@@ -110,7 +93,7 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   if (!(temperature >= 0) || !(top_p > 0 && top_p <= 1))
     throw InputError("generate: --temperature must be at least 0 and --top-p in (0, 1]");
   Random random(args.count("seed", 0));
-  const std::string prompt = args.has("prompt-file") ? read_text_file(args.text("prompt-file")) : args.text("prompt", "");
+  const std::string prompt = args.has("prompt-file") ? model::read_text_file(args.text("prompt-file")) : args.text("prompt", "");
   const std::string json_path = args.text("json", ""), logits_path = args.text("logits", "");
   for (const std::string& path : {json_path, logits_path})
     if (!path.empty()) require_output_folder(path);
@@ -118,7 +101,7 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
   const model::ModelConfig& config = checkpoint.config();
   const auto tokenizer = model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : default_tokenizer(model_path), config.vocab);
+      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path), config.vocab);
   std::vector<int32_t> tokens;
   if (config.bos_token >= 0) tokens.push_back(config.bos_token);
   for (int32_t t : tokenizer->encode(prompt)) tokens.push_back(t);

@@ -9,17 +9,10 @@
 
 #include "error.h"
 #include "half.h"
+#include "model/files.h"
 
 namespace kv::model {
 namespace {
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Where each tensor of a Hugging Face directory lies: one model.safetensors,
 // or the shards model.safetensors.index.json names (each opened once).
@@ -30,7 +23,7 @@ class ShardedTensors {
     if (std::filesystem::exists(index)) {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(read_text(index));
+        j = nlohmann::json::parse(read_text_file(index));
       } catch (const nlohmann::json::exception& e) {
         throw InputError(index.string() + ": not JSON (" + std::string(e.what()) + ")");
       }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "model/files.h"
 
 namespace kv::model {
 namespace {
@@ -158,11 +159,7 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& source) 
 }
 
 ModelConfig read_hf_config(const std::filesystem::path& config_json) {
-  std::ifstream in(config_json, std::ios::binary);
-  if (!in) throw InputError(config_json.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_hf_config(text.str(), config_json.string());
+  return parse_hf_config(read_text_file(config_json), config_json.string());
 }
 
 void check_sequence_length(const ModelConfig& config, uint64_t tokens) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "model/files.h"
 #include "model/unicode_tables.h"
 
 namespace kv::model {
@@ -443,14 +444,6 @@ class Llama2cTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int32_t> id_of_;
 };
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path.string() + ": cannot read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::unique_ptr<Tokenizer> parse_hf_tokenizer(const std::string& json_text, const std::string& source) {
@@ -469,8 +462,8 @@ std::unique_ptr<Tokenizer> parse_llama2c_tokenizer(const std::string& bytes, uin
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::filesystem::path& path, uint32_t vocab_size) {
   const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "tokenizer.json" : path;
-  if (file.extension() == ".json") return parse_hf_tokenizer(read_file(file), file.string());
-  return parse_llama2c_tokenizer(read_file(file), vocab_size, file.string());
+  if (file.extension() == ".json") return parse_hf_tokenizer(read_text_file(file), file.string());
+  return parse_llama2c_tokenizer(read_text_file(file), vocab_size, file.string());
 }
 
 }  // namespace kv::model
