@@ -106,8 +106,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   vk::Device device(global.device);
   model::Model runner(device, checkpoint, uint32_t(tokens.size()), args.count("chunk", 128, 1, 4096));
   for (uint32_t l : layers) runner.keep_queries(l);
-  for (size_t first = 0; first < tokens.size(); first += runner.chunk())
-    runner.append(std::span(tokens).subspan(first, std::min<size_t>(runner.chunk(), tokens.size() - first)));
+  runner.prefill(tokens);
 
   // Token text: the BOS's own text, then what each token adds to the prompt.
   std::vector<std::string> pieces{config.bos_token >= 0 ? tokenizer->decode(-1, tokens.front()) : std::string()};

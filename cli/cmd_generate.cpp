@@ -113,15 +113,13 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   const auto start = std::chrono::steady_clock::now();
   const bool show_progress = tokens.size() > 4 * size_t(runner.chunk());
   std::vector<float> prompt_logits;  // --logits: every prompt position's
-  for (size_t first = 0; first < tokens.size(); first += runner.chunk()) {
-    const size_t n = std::min<size_t>(runner.chunk(), tokens.size() - first);
-    runner.append(std::span(tokens).subspan(first, n), !logits_path.empty());
+  runner.prefill(tokens, !logits_path.empty(), [&](uint32_t done) {
     if (!logits_path.empty()) {
       const std::vector<float> chunk_logits = runner.logits();
       prompt_logits.insert(prompt_logits.end(), chunk_logits.begin(), chunk_logits.end());
     }
-    if (show_progress) progress(uint32_t(first + n), uint32_t(tokens.size()));
-  }
+    if (show_progress) progress(done, uint32_t(tokens.size()));
+  });
   if (!logits_path.empty())
     write_safetensors(logits_path,
                       {{"tokens", DType::i32, {tokens.size()}, std::as_bytes(std::span(tokens))},

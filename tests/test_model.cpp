@@ -116,11 +116,7 @@ void expect_matches_reference(const model::Checkpoint& checkpoint, std::vector<i
     for (size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR(got[i], want[i], tolerance * largest) << "position " << position << ", logit " << i;
   };
-  for (size_t first = 0; first < tokens.size(); first += chunk) {
-    const size_t n = std::min<size_t>(chunk, tokens.size() - first);
-    runner.append(std::span(tokens).subspan(first, n));
-    check(uint32_t(first + n - 1));
-  }
+  runner.prefill(tokens, false, [&](uint32_t done) { check(done - 1); });
   for (uint32_t s = 0; s < steps; ++s) {
     const int32_t next = all[tokens.size() + s];
     // The same choice, unless the reference's top two are closer than the tolerance.
@@ -201,8 +197,7 @@ std::string generate(const model::Checkpoint& checkpoint, const model::Tokenizer
   if (c.bos_token >= 0) tokens.push_back(c.bos_token);
   for (int32_t t : tokenizer.encode(prompt)) tokens.push_back(t);
   model::Model runner(test::device(), checkpoint, uint32_t(tokens.size() + steps));
-  for (size_t first = 0; first < tokens.size(); first += runner.chunk())
-    runner.append(std::span(tokens).subspan(first, std::min<size_t>(runner.chunk(), tokens.size() - first)));
+  runner.prefill(tokens);
   std::string text;
   int32_t previous = tokens.back();
   for (uint32_t s = 0; s < steps; ++s) {
@@ -257,8 +252,7 @@ TEST_F(ModelRunTest, KeptQueriesAndCacheMatchFloat64) {
   for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
   model::Model runner(test::device(), checkpoint, uint32_t(tokens.size()), 16);
   runner.keep_queries(1);
-  for (size_t first = 0; first < tokens.size(); first += 16)
-    runner.append(std::span(tokens).subspan(first, std::min<size_t>(16, tokens.size() - first)));
+  runner.prefill(tokens);
   const reference::LayerQkv expected = reference::model_qkv(checkpoint, tokens, 1);
   auto compare = [&](const vk::Buffer& buffer, const std::vector<double>& want, const char* what) {
     std::vector<std::byte> bytes(want.size() * 2);

@@ -178,6 +178,14 @@ const vk::Buffer& Model::kept_queries(uint32_t layer) const {
   return *kept_queries_[layer];
 }
 
+void Model::prefill(std::span<const int32_t> tokens, bool all_logits, const std::function<void(uint32_t)>& after_chunk) {
+  for (size_t first = 0; first < tokens.size(); first += chunk_) {
+    const size_t n = std::min<size_t>(chunk_, tokens.size() - first);
+    append(tokens.subspan(first, n), all_logits);
+    if (after_chunk) after_chunk(uint32_t(first + n));
+  }
+}
+
 std::vector<float> Model::logits() const { return logits_.download_values<float>(size_t(logit_rows_) * config_.vocab); }
 
 int32_t Model::greedy() const {

@@ -5,6 +5,7 @@
 // SwiGLU, the LM head, greedy choice). Prefill runs in chunks of at most
 // `chunk` tokens; a decode step is a chunk of one.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +33,10 @@ class Model {
   // Appends `tokens` (at most chunk()) at length(), through every layer; the
   // logits of the last of them (or of each, with all_logits) are then ready.
   void append(std::span<const int32_t> tokens, bool all_logits = false);
+  // Appends a prompt of any length in chunks of at most chunk(); after each,
+  // `after_chunk(tokens done)` (where the chunk's logits are ready).
+  void prefill(std::span<const int32_t> tokens, bool all_logits = false,
+               const std::function<void(uint32_t done)>& after_chunk = {});
   // The logits of the last append: [vocab], or [n, vocab] with all_logits.
   std::vector<float> logits() const;
   // The first token of largest logit after the last append, chosen on the GPU
