@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "error.h"
 #include "files.h"
+#include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/model.h"
@@ -22,7 +23,9 @@ namespace kv::cli {
 
 const char* const kGenerateHelp =
     "usage: kvscope generate --model PATH [--tokenizer PATH] [--prompt TEXT | --prompt-file F]\n"
-    "                        [--steps N] [--temperature T] [--top-p P] [--seed S] [--chunk B] [--json OUT]\n\n"
+    "                        [--steps N] [--temperature T] [--top-p P] [--seed S] [--chunk B]\n"
+    "                        [--method M --budget B] [--prefill-method M --prefill-budget B]\n"
+    "                        [--dense-layers L1,L2] [method options] [--json OUT]\n\n"
     "Runs a model on the GPU and prints the text it generates, as it is made, on\n"
     "stdout (everything else goes to stderr). The prompt starts with the model's\n"
     "BOS where it has one; generation stops after --steps new tokens (default 256)\n"
@@ -37,7 +40,9 @@ const char* const kGenerateHelp =
     "                     0.9), seeded by --seed S (default 0)\n"
     "  --chunk B          prompt tokens a prefill step takes (default 128)\n"
     "  --json OUT         time to first token, prefill tokens/s, decode ms/token and\n"
-    "                     GPU time per stage, summed over the run\n"
+    "                     GPU time per stage and per part (the model's layers,\n"
+    "                     attention, selection), summed over the run; the selection\n"
+    "                     plan\n"
     "  --logits OUT       also write the prompt's token ids and the logits of every\n"
     "                     prompt position (safetensors: tokens I32 [n], logits F32\n"
     "                     [n, vocab]), to compare with another implementation\n";
@@ -75,8 +80,10 @@ void progress(uint32_t done, uint32_t total) {
 }  // namespace
 
 int run_generate(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  Args args("generate", argv,
-            {"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature", "top-p", "seed", "chunk", "json", "logits"}, {});
+  std::set<std::string> value_options{"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature",
+                                      "top-p",  "seed",      "chunk",  "json",        "logits"};
+  value_options.merge(model_method_options());
+  Args args("generate", argv, value_options, {});
   if (!args.positional().empty()) throw InputError("generate: unexpected argument '" + args.positional()[0] + "'");
   if (args.has("prompt") && args.has("prompt-file")) throw InputError("generate: give --prompt or --prompt-file, not both");
   const std::filesystem::path model_path = args.required("model");
@@ -93,6 +100,7 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   if (!(temperature >= 0) || !(top_p > 0 && top_p <= 1))
     throw InputError("generate: --temperature must be at least 0 and --top-p in (0, 1]");
   Random random(args.count("seed", 0));
+  const model::SelectionPlan plan = parse_selection_plan(args, "generate");
   const std::string prompt = args.has("prompt-file") ? model::read_text_file(args.text("prompt-file")) : args.text("prompt", "");
   const std::string json_path = args.text("json", ""), logits_path = args.text("logits", "");
   for (const std::string& path : {json_path, logits_path})
@@ -110,6 +118,7 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
 
   vk::Device device(global.device);
   model::Model runner(device, checkpoint, uint32_t(tokens.size() + steps), chunk);
+  runner.select(plan);
   const auto start = std::chrono::steady_clock::now();
   const bool show_progress = tokens.size() > 4 * size_t(runner.chunk());
   std::vector<float> prompt_logits;  // --logits: every prompt position's
@@ -151,12 +160,17 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
     nlohmann::json j = {{"model", model_path.string()},
                         {"device", device.info().name},
                         {"prompt_tokens", tokens.size()},
+                        {"selection", selection_json(plan)},
                         {"generated_tokens", generated},
                         {"time_to_first_token_ms", prefill_seconds * 1e3},
                         {"prefill_tokens_per_second", tokens.size() / prefill_seconds},
                         {"decode_ms_per_token", decode_ms},
                         {"gpu_ms_by_stage", nlohmann::json::object()}};
-    for (const vk::StageTime& t : runner.stage_times()) j["gpu_ms_by_stage"][t.stage] = t.milliseconds;
+    j["gpu_ms_by_part"] = {{"model", 0.0}, {"attention", 0.0}, {"selection", 0.0}};
+    for (const vk::StageTime& t : runner.stage_times()) {
+      j["gpu_ms_by_stage"][t.stage] = t.milliseconds;
+      j["gpu_ms_by_part"][model::Model::stage_part(t.stage)] = j["gpu_ms_by_part"][model::Model::stage_part(t.stage)].get<double>() + t.milliseconds;
+    }
     write_text_atomically(json_path, j.dump(2) + "\n");
   }
   return exit_code(global, device, 0);

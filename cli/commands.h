@@ -18,6 +18,7 @@ struct Command {
   const char* help;  // full usage text
   int (*run)(const GlobalOptions&, const std::vector<std::string>&);
   bool method_options = false;  // --help then lists the methods and their options
+  bool model_methods = false;   // --help first lists the model commands' method flags
 };
 
 int run_devices(const GlobalOptions&, const std::vector<std::string>&);

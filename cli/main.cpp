@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"bench", "time every stage and dense attention at given sizes, against the read bandwidth", kv::cli::kBenchHelp,
      kv::cli::run_bench, true},
     {"generate", "run a model on the GPU and print the text it generates", kv::cli::kGenerateHelp,
-     kv::cli::run_generate},
+     kv::cli::run_generate, true, true},
     {"capture", "write a capture of a model's Q, K and V from kvscope's own forward pass", kv::cli::kCaptureHelp,
      kv::cli::run_capture},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
     for (const std::string& a : rest)
       if (a == "--help" || a == "-h") {
         std::fputs(command->help, stdout);
+        if (command->model_methods) std::fputs(kv::cli::kModelMethodsHelp, stdout);
         if (command->method_options) std::fputs(kv::cli::methods_help().c_str(), stdout);
         return 0;
       }

@@ -18,6 +18,60 @@ MethodOptions parse_method_options(const Args& args) {
   return options;
 }
 
+std::set<std::string> model_method_options() {
+  std::set<std::string> options{"method", "budget", "prefill-method", "prefill-budget", "dense-layers"};
+  for (const OptionSpec& o : option_table()) options.insert(o.flag);
+  return options;
+}
+
+const char* const kModelMethodsHelp =
+    "\nselection inside the model's attention (docs/model.md):\n"
+    "  --method M --budget B\n"
+    "                     the selection method inside each decode step's attention,\n"
+    "                     keeping B keys of the cache (default: dense)\n"
+    "  --prefill-method M --prefill-budget B\n"
+    "                     the method inside each prefill chunk's attention, B past\n"
+    "                     keys plus the chunk's own (default: dense)\n"
+    "  --dense-layers L1,L2\n"
+    "                     layers that stay dense (Quest keeps layers 0,1 dense)\n"
+    "                     A layer also attends densely where the budget holds every\n"
+    "                     key it could pick. Methods that read every past query\n"
+    "                     (snapkv, h2o, sampleattention) or build from the whole cache\n"
+    "                     (loki) run only with eval on a capture.\n";
+
+model::SelectionPlan parse_selection_plan(const Args& args, const std::string& command) {
+  model::SelectionPlan plan;
+  plan.options = parse_method_options(args);
+  auto method = [&](const std::string& flag, const std::string& budget_flag, std::string& name, uint32_t& budget) {
+    name = args.text(flag, "");
+    if (name == "dense") name.clear();
+    if (!name.empty()) {
+      find_method(name);  // an unknown name, with the list
+      budget = args.required_count(budget_flag, 1, UINT32_MAX);
+    } else if (args.has(budget_flag)) {
+      throw InputError(command + ": --" + budget_flag + " needs --" + flag);
+    }
+  };
+  method("method", "budget", plan.decode_method, plan.decode_budget);
+  method("prefill-method", "prefill-budget", plan.prefill_method, plan.prefill_budget);
+  if (args.has("dense-layers")) plan.dense_layers = args.counts("dense-layers");
+  return plan;
+}
+
+nlohmann::json selection_json(const model::SelectionPlan& plan) {
+  nlohmann::json options = nlohmann::json::object();
+  auto regime = [&](const std::string& name, uint32_t budget) {
+    if (name.empty()) return nlohmann::json{{"method", "dense"}};
+    for (const char* flag : find_method(name).options) options[flag] = find_option(flag).text(plan.options);
+    return nlohmann::json{{"method", name}, {"budget", budget}};
+  };
+  nlohmann::json j = {{"decode", regime(plan.decode_method, plan.decode_budget)},
+                      {"prefill", regime(plan.prefill_method, plan.prefill_budget)},
+                      {"dense_layers", plan.dense_layers}};
+  j["options"] = options;
+  return j;
+}
+
 Mode parse_mode(const Args& args, const std::string& command) {
   if (args.flag("decode") == args.flag("prefill"))
     throw InputError(command + ": give exactly one of --decode and --prefill");

@@ -1,9 +1,11 @@
 #pragma once
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
 #include "args.h"
 #include "method.h"
+#include "model/model.h"
 
 namespace kv::cli {
 
@@ -14,6 +16,16 @@ inline const std::set<std::string> kModeFlags{"decode", "prefill"};
 
 MethodOptions parse_method_options(const Args& args);
 Mode parse_mode(const Args& args, const std::string& command);
+
+// The model commands' method flags: --method/--budget for decode steps,
+// --prefill-method/--prefill-budget for prefill chunks, --dense-layers, and
+// every method option.
+std::set<std::string> model_method_options();
+model::SelectionPlan parse_selection_plan(const Args& args, const std::string& command);
+extern const char* const kModelMethodsHelp;
+// The plan as --json reports it: each regime's method and budget, the dense
+// layers, and the options the named methods read.
+nlohmann::json selection_json(const model::SelectionPlan& plan);
 
 // The methods and their options, as --help lists them (from method_table()).
 std::string methods_help();

@@ -66,6 +66,13 @@ class Method {
   virtual ScoreView scores() const { return {}; }
   // Whether record() reads inputs.dense_lse (dense attention must run first).
   virtual bool needs_dense_lse() const { return false; }
+  // A model run writes keys into the cache as it goes: the keys
+  // [first_token, valid_tokens) changed since the method was built or last
+  // told, and per-cache metadata (Quest's pages, Fier's bits) follows them
+  // there, touching only the pages or blocks that hold them.
+  virtual void record_cache_update(vk::Pass& pass, uint32_t first_token, uint32_t valid_tokens) {
+    (void)pass, (void)first_token, (void)valid_tokens;
+  }
   virtual void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
                       const vk::Buffer& indices) = 0;
 };

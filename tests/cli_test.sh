@@ -77,6 +77,15 @@ grep -q "[a-z]" "$work/out" ||
   { echo "FAIL: generate printed no text"; failures=$((failures + 1)); }
 grep -q '"decode_ms_per_token"' "$work/g.json" && grep -q '"gpu_ms_by_stage"' "$work/g.json" ||
   { echo "FAIL: generate --json lacks its timings"; failures=$((failures + 1)); }
+expect 0 "generate with quest in decode and quoka in prefill" -- "$kvscope" --debug-sync generate --model "$stories/stories260K.bin" \
+  --prompt "Once upon a time, there was a little girl named Lily. She loved to play outside" --chunk 8 --steps 40 \
+  --method quest --budget 16 --page-size 8 --prefill-method quoka --prefill-budget 8 --n-q 4 --dense-layers 0 --json "$work/gs.json"
+grep -q '"prefill": {' "$work/gs.json" && grep -q '"page-size": "8"' "$work/gs.json" && grep -q '"sparse_attention_partial"' "$work/gs.json" && grep -q '"selection": [0-9]' "$work/gs.json" ||
+  { echo "FAIL: generate --json lacks the selection or its sparse attention"; failures=$((failures + 1)); }
+expect 2 "generate with a method a model run cannot feed" -- "$kvscope" generate --model "$stories/stories260K.bin" --method h2o --budget 8
+expect 2 "generate with a method and no budget" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest
+expect 2 "generate with a budget and no method" -- "$kvscope" generate --model "$stories/stories260K.bin" --prefill-budget 8
+expect 2 "generate with a layer the model lacks" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest --budget 8 --dense-layers 7
 expect 2 "generate without a model" -- "$kvscope" generate --prompt hi
 expect 2 "generate with a missing model" -- "$kvscope" generate --model "$work/none"
 expect 2 "generate past the context" -- "$kvscope" generate --model "$stories/stories260K.bin" --steps 600

@@ -4,6 +4,7 @@
 // fresh random weights; the loaders' refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 
 #include "capture.h"
 #include "error.h"
+#include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "model/prompts.h"
@@ -267,6 +269,145 @@ TEST_F(ModelRunTest, KeptQueriesAndCacheMatchFloat64) {
   compare(runner.kept_queries(1), expected.q, "q");
   compare(runner.cache(1).keys, expected.k, "k");
   compare(runner.cache(1).values, expected.v, "v");
+}
+
+// A selection method inside the model's attention: the model's logits, over
+// prefill chunks and decode steps, against the float64 forward pass whose
+// attention in each block and layer keeps the keys that the method's float64
+// reference (reference/selection.h) selects there, from that layer's q, k and
+// v so far. Storage is fp16, so Quest's and Fier's page and block bounds are
+// stored keys, exact on both sides.
+struct LoopCase {
+  std::string name;
+  model::SelectionPlan plan;
+};
+
+std::vector<LoopCase> loop_cases() {
+  std::vector<LoopCase> cases;
+  auto add = [&](std::string name, std::string decode, uint32_t decode_budget, std::string prefill, uint32_t prefill_budget,
+                 std::vector<uint32_t> dense_layers = {}) {
+    model::SelectionPlan plan;
+    plan.decode_method = decode;
+    plan.decode_budget = decode_budget;
+    plan.prefill_method = prefill;
+    plan.prefill_budget = prefill_budget;
+    plan.dense_layers = dense_layers;
+    plan.options.page_size = 8;
+    plan.options.group_size = 16;
+    plan.options.n_q = 4;
+    cases.push_back({name, plan});
+  };
+  add("quest_decode", "quest", 24, "", 0);
+  add("fier_decode", "fier", 16, "", 0);
+  add("streaming_decode", "streaming", 12, "", 0);
+  add("quoka_prefill", "", 0, "quoka", 12);
+  add("quest_both_layer0_dense", "quest", 16, "quest", 16, {0});
+  return cases;
+}
+
+class SelectionInTheLoopTest : public test::GpuTest, public ::testing::WithParamInterface<LoopCase> {};
+
+TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
+  const model::SelectionPlan& plan = GetParam().plan;
+  TinyModel m{"loop_" + GetParam().name};
+  m.head_dim = 32;  // Fier packs 32 channels a word
+  m.layers = 3;
+  const uint32_t prompt = 40, steps = 12, chunk = 8;
+  std::vector<Block> blocks = prefill_blocks(prompt, chunk);
+  for (uint32_t p = prompt; p < prompt + steps; ++p) blocks.push_back({Mode::decode, p, 1});
+  // A cut between two scores closer than float32 rounding may go either way
+  // on the GPU: such a draw is not compared, and the next seed is.
+  auto near_tie = [&](const reference::HostLayer& layer, const std::string& method, const Block& b, uint32_t budget) {
+    std::vector<double> gaps;
+    if (method == "quest") gaps = reference::quest_decision_gaps(layer, plan.options, b, budget);
+    if (method == "quoka") gaps = reference::quoka_decision_gaps(layer, plan.options, b, budget);
+    if (method == "fier")
+      for (std::vector<double> row : reference::fier_scores(layer, plan.options, b)) {
+        std::sort(row.begin(), row.end(), std::greater<>());
+        double largest = 0;
+        for (double v : row) largest = std::max(largest, std::abs(v));
+        if (budget < row.size()) gaps.push_back((row[budget - 1] - row[budget]) / largest);
+      }
+    return std::any_of(gaps.begin(), gaps.end(), [](double g) { return g < 1e-4; });
+  };
+  for (uint32_t draw = 0; draw < 10; ++draw) {
+    const uint32_t seed = test::test_seed() + draw;
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, seed));
+    std::mt19937 rng(seed);
+    std::vector<int32_t> tokens(prompt + steps);
+    for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+    bool ambiguous = false;
+    uint32_t narrowed = 0;
+    const reference::AttendRule rule = [&](uint32_t layer, const reference::HostLayer& so_far,
+                                           const Block& b) -> std::optional<reference::Selection> {
+      const bool decode = b.mode == Mode::decode;
+      const std::string& method = decode ? plan.decode_method : plan.prefill_method;
+      const uint32_t budget = decode ? plan.decode_budget : plan.prefill_budget;
+      const bool dense_layer = std::count(plan.dense_layers.begin(), plan.dense_layers.end(), layer) > 0;
+      if (method.empty() || dense_layer || budget >= b.candidates()) return std::nullopt;
+      ambiguous = ambiguous || near_tie(so_far, method, b, budget);
+      const reference::Selection rows = reference::select(method, plan.options, so_far, b, budget);
+      const uint32_t per_row = find_method(method).granularity(plan.options, b.mode) == Granularity::kv_head ? so_far.shape.group() : 1;
+      reference::Selection by_head;
+      for (uint32_t h = 0; h < so_far.shape.heads; ++h) by_head.push_back(rows[h / per_row]);
+      ++narrowed;
+      return by_head;
+    };
+    const auto expected = reference::model_logits(checkpoint, tokens, blocks, rule);
+    if (ambiguous) continue;
+    EXPECT_GT(narrowed, 0u) << "no block was narrowed: the case tests nothing";
+    model::Model runner(test::device(), checkpoint, prompt + steps, chunk);
+    runner.select(plan);
+    auto check = [&](uint32_t position) {
+      const std::vector<float> got = runner.logits();
+      const std::vector<double>& want = expected[position];
+      double largest = 0;
+      for (double v : want) largest = std::max(largest, std::abs(v));
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 4e-3 * largest) << "position " << position << ", logit " << i;
+    };
+    runner.prefill(std::span(tokens).first(prompt), false, [&](uint32_t done) { check(done - 1); });
+    for (uint32_t p = prompt; p < prompt + steps; ++p) {
+      runner.append(std::span(tokens).subspan(p, 1));
+      check(p);
+    }
+    // The same prompt again after a rewind: the metadata follows the rewritten keys.
+    // (At a chunk's start, so that the chunks are the reference's.)
+    runner.rewind(3 * chunk);
+    runner.prefill(std::span(tokens).subspan(3 * chunk, prompt - 3 * chunk));
+    check(prompt - 1);
+    for (uint32_t p = prompt; p < prompt + steps; ++p) {
+      runner.append(std::span(tokens).subspan(p, 1));
+      check(p);
+    }
+    return;
+  }
+  FAIL() << "ten draws in a row had a selection decided within float32 rounding";
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, SelectionInTheLoopTest, ::testing::ValuesIn(loop_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST_F(ModelRunTest, SelectionPlanRefusals) {
+  TinyModel m{"plan_refusals"};
+  const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, 1));
+  model::Model runner(test::device(), checkpoint, 32, 8);
+  auto refused = [&](model::SelectionPlan plan, const std::string& says) {
+    try {
+      runner.select(plan);
+      ADD_FAILURE() << "accepted a plan that should say: " << says;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(runner.selection().any()) << "a refused plan stays dense";
+  };
+  refused({.decode_method = "snapkv", .decode_budget = 8}, "every past query");
+  refused({.decode_method = "loki", .decode_budget = 8}, "whole cache");
+  refused({.decode_method = "quest", .decode_budget = 0}, "budget");
+  refused({.decode_method = "nosuch", .decode_budget = 8}, "unknown method");
+  refused({.decode_method = "quest", .decode_budget = 8, .dense_layers = {2}}, "layers 0 to 1");
+  EXPECT_THROW(runner.rewind(1), InputError);  // nothing appended yet
 }
 
 TEST(ModelConfig, RefusesWhatItCannotRun) {

@@ -43,6 +43,9 @@ class Fier final : public Method {
     return {{"group_size", options_.group_size}, {"gqa_agg", find_option("gqa-agg").text(options_)}};
   }
   std::vector<vk::StageTime> build_times() const override { return build_times_; }
+  void record_cache_update(vk::Pass& pass, uint32_t first_token, uint32_t valid_tokens) override {
+    keys_.record_update(pass, first_token, valid_tokens);
+  }
 
   void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
               const vk::Buffer& indices) override {

@@ -72,6 +72,9 @@ class Quest final : public Method {
   }
   uint32_t list_width(uint32_t budget) const override { return std::max(budget, options_.page_size); }
   std::vector<vk::StageTime> build_times() const override { return build_times_; }
+  void record_cache_update(vk::Pass& pass, uint32_t first_token, uint32_t valid_tokens) override {
+    pages_.record_update(pass, first_token, valid_tokens);
+  }
 
   void record(vk::Pass& pass, const Block& block, const BlockInputs& inputs, uint32_t budget,
               const vk::Buffer& indices) override {

@@ -158,7 +158,7 @@ const std::vector<MethodSpec> kMethods = {
      .stage_bytes = sparq_bytes, .color = {230, 230, 90}},
     {.name = "loki", .summary = "q.k estimated in the keys' principal subspace (Loki)",
      .make = make_loki, .granularity = per_query_head, .options = {"loki-r"},
-     .bench_regimes = kDecodeBench,
+     .bench_regimes = kDecodeBench, .builds_from_whole_cache = true,
      .stage_bytes = loki_bytes, .color = {90, 220, 220}},
     {.name = "snapkv", .summary = "attention of the last window of queries, pooled (SnapKV)",
      .make = make_snapkv, .granularity = per_kv_head, .options = {"snap-window", "snap-pool"},

@@ -62,6 +62,9 @@ struct MethodSpec {
   // Reads every past query (O(T^2)): bench times it only when named, the
   // viewer leaves it out of its curves on long captures.
   bool quadratic = false;
+  // Builds from every key of the layer at once (Loki's basis): a model run,
+  // whose cache fills as it goes, cannot run it.
+  bool builds_from_whole_cache = false;
   // The least its own stages move, by stage name; a negative value for a
   // stage it leaves to bench's shared model (sparse attention, the top-k).
   double (*stage_bytes)(const std::string& stage, const StageSizes& sizes) = nullptr;

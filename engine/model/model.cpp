@@ -7,7 +7,9 @@
 #include "../shaders/layouts.h"
 #include "element_type.h"
 #include "error.h"
+#include "block_step.h"
 #include "layer_kernel.h"
+#include "methods/table.h"
 #include "model_argmax.spv.h"
 #include "model_embed.spv.h"
 #include "model_matmul.spv.h"
@@ -66,7 +68,8 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
       final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
       no_bias_(upload_floats(device, {})),
       tied_(checkpoint.tied()),
-      attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_) {
+      attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_),
+      sparse_attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::sparse, chunk_) {
   const ModelConfig& c = config_;
   if (c.hidden % 2 || c.intermediate % 2)  // the linear layers take channels in pairs
     throw InputError(checkpoint.source() + ": the hidden and intermediate sizes must be even");
@@ -122,7 +125,82 @@ void Model::record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   ceil_div(n_tokens, kTileTokens), 1, stage);
 }
 
+Model::RegimeMethods Model::build_regime(const std::string& name, uint32_t budget, Mode mode) const {
+  RegimeMethods regime;
+  if (name.empty()) return regime;
+  const MethodSpec& spec = find_method(name);
+  const char* regime_name = mode_name(mode);
+  if (spec.reads_past_queries)
+    throw InputError(name + " reads every past query, which a model run does not keep: run it with eval on a capture");
+  if (spec.builds_from_whole_cache)
+    throw InputError(name + " builds from the whole cache at once, which a model run fills as it goes: run it with eval on a capture");
+  if (budget == 0) throw InputError(std::string("the ") + regime_name + " method " + name + " needs a budget above 0");
+  regime.budget = budget;
+  const uint32_t max_queries = mode == Mode::decode ? 1 : chunk_;
+  uint32_t width = 0;
+  for (uint32_t l = 0; l < config_.layers; ++l) {
+    const bool dense = std::find(plan_.dense_layers.begin(), plan_.dense_layers.end(), l) != plan_.dense_layers.end();
+    regime.by_layer.push_back(dense ? nullptr : make_method(device_, *caches_[l], name, plan_.options, mode, max_queries));
+    if (regime.by_layer.back()) width = std::max(width, regime.by_layer.back()->list_width(budget));
+  }
+  regime.updated.assign(config_.layers, 0);
+  if (width > 0) regime.list = std::make_unique<vk::Buffer>(device_, size_t(config_.heads) * width * sizeof(int32_t));
+  return regime;
+}
+
+void Model::select(const SelectionPlan& plan) {
+  for (uint32_t l : plan.dense_layers)
+    if (l >= config_.layers)
+      throw InputError("--dense-layers: the model has layers 0 to " + std::to_string(config_.layers - 1) + ", not " + std::to_string(l));
+  plan_ = plan;
+  try {
+    decode_methods_ = build_regime(plan.decode_method, plan.decode_budget, Mode::decode);
+    prefill_methods_ = build_regime(plan.prefill_method, plan.prefill_budget, Mode::prefill);
+  } catch (...) {
+    plan_ = {};
+    decode_methods_ = {};
+    prefill_methods_ = {};
+    throw;
+  }
+}
+
+void Model::rewind(uint32_t length) {
+  if (length > length_) throw InputError("rewind to " + std::to_string(length) + ": the run holds " + std::to_string(length_) + " positions");
+  length_ = length;
+  for (RegimeMethods* regime : {&decode_methods_, &prefill_methods_})
+    for (uint32_t& covered : regime->updated) covered = std::min(covered, length);
+}
+
+const vk::Buffer& Model::record_attention(vk::Pass& pass, uint32_t layer, const Block& block) {
+  RegimeMethods& regime = block.mode == Mode::decode ? decode_methods_ : prefill_methods_;
+  Method* method = regime.by_layer.empty() ? nullptr : regime.by_layer[layer].get();
+  const AttentionRequest dense{&queries_, block.n_queries, block.first_query};
+  // Where the budget holds every candidate, the selection would be all of them.
+  if (!method || regime.budget >= block.candidates()) {
+    attention_.record(pass, *caches_[layer], dense, "attention");
+    return attention_.output_buffer();
+  }
+  const GpuLayer& cache = *caches_[layer];
+  method->record_cache_update(pass, regime.updated[layer], length_ + block.n_queries);
+  regime.updated[layer] = length_ + block.n_queries;
+  BlockInputs inputs{&queries_, nullptr};
+  if (method->needs_dense_lse()) {  // TOVA and the prefill oracle read dense probabilities
+    attention_.record(pass, cache, dense, "attention");
+    inputs.dense_lse = &attention_.log_sum_exp_buffer();
+  }
+  const uint32_t width = method->list_width(regime.budget);
+  method->record(pass, block, inputs, regime.budget, *regime.list);
+  sparse_attention_.record(pass, cache,
+                           sparse_request(queries_, block, *regime.list, heads_per_row(cache.shape, method->granularity()), width),
+                           "sparse_attention");
+  return sparse_attention_.output_buffer();
+}
+
 void Model::append(std::span<const int32_t> tokens, bool all_logits) {
+  append_block(tokens, all_logits, tokens.size() == 1 ? Mode::decode : Mode::prefill);
+}
+
+void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode mode) {
   const ModelConfig& c = config_;
   const uint32_t n = uint32_t(tokens.size());
   if (n == 0 || n > chunk_) throw InputError("a model step takes 1 to " + std::to_string(chunk_) + " tokens, not " + std::to_string(n));
@@ -132,7 +210,8 @@ void Model::append(std::span<const int32_t> tokens, bool all_logits) {
     if (t < 0 || uint32_t(t) >= c.vocab) throw InputError("token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(c.vocab));
   tokens_.upload(std::as_bytes(tokens));
   const uint32_t q_dim = c.heads * c.head_dim, kv_dim = c.kv_heads * c.head_dim;
-  vk::Pass pass(device_, 16 * c.layers + 16);
+  const Block block{mode, length_, n};
+  vk::Pass pass(device_, 64 * c.layers + 16);
   pass.dispatch(embed_, {&embedding_, &tokens_, &x_}, layouts::ModelEmbedPush{n, c.hidden}, ceil_div(n * c.hidden, 256), 1, 1, "embed");
   const float eps = float(c.rms_eps);
   for (uint32_t l = 0; l < c.layers; ++l) {
@@ -147,8 +226,8 @@ void Model::append(std::span<const int32_t> tokens, bool all_logits) {
     const vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
     pass.dispatch(rope_, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values, kept}, rope,
                   ceil_div(n * (c.heads + 2 * c.kv_heads) * c.head_dim / 2, 256), 1, 1, "rope");
-    attention_.record(pass, *caches_[l], {&queries_, n, length_}, "attention");
-    record_matmul(pass, w.wo, attention_.output_buffer(), x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
+    const vk::Buffer& attended = record_attention(pass, l, block);
+    record_matmul(pass, w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
     pass.dispatch(rmsnorm_, {&x_, &w.mlp_norm, &normed_}, layouts::ModelRmsNormPush{n, 0, c.hidden, eps}, n, 1, 1, "rmsnorm");
     record_matmul(pass, w.w_gate, normed_, gate_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
     record_matmul(pass, w.w_up, normed_, up_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
@@ -181,7 +260,7 @@ const vk::Buffer& Model::kept_queries(uint32_t layer) const {
 void Model::prefill(std::span<const int32_t> tokens, bool all_logits, const std::function<void(uint32_t)>& after_chunk) {
   for (size_t first = 0; first < tokens.size(); first += chunk_) {
     const size_t n = std::min<size_t>(chunk_, tokens.size() - first);
-    append(tokens.subspan(first, n), all_logits);
+    append_block(tokens.subspan(first, n), all_logits, Mode::prefill);
     if (after_chunk) after_chunk(uint32_t(first + n));
   }
 }
@@ -196,6 +275,15 @@ int32_t Model::greedy() const {
     return int32_t(std::max_element(last, last + config_.vocab) - last);
   }
   return chosen_.download_values<int32_t>(1)[0];
+}
+
+const char* Model::stage_part(const std::string& stage) {
+  static const char* const kModelStages[] = {"embed",    "rmsnorm",   "qkv",     "rope",    "output_projection",
+                                             "mlp_up",   "swiglu",    "mlp_down", "lm_head", "argmax"};
+  for (const char* own : kModelStages)
+    if (stage == own) return "model";
+  if (stage.rfind("attention_", 0) == 0 || stage.rfind("sparse_attention_", 0) == 0) return "attention";
+  return "selection";
 }
 
 void Model::add_times(const vk::Pass& pass) {

@@ -13,11 +13,28 @@
 
 #include "attention.h"
 #include "gpu_layer.h"
+#include "method.h"
 #include "model/checkpoint.h"
 #include "vk/kernel.h"
 #include "vk/pass.h"
 
 namespace kv::model {
+
+// Which selection method runs inside the attention (docs/model.md): the same
+// Method objects that eval runs, one per layer and regime. A layer attends
+// densely where no method is named for the regime, where it is one of
+// dense_layers, and where the budget holds every candidate key (the first
+// chunk of a prompt has none).
+struct SelectionPlan {
+  std::string decode_method;  // empty: dense decode steps
+  uint32_t decode_budget = 0;
+  std::string prefill_method;  // empty: dense prefill chunks
+  uint32_t prefill_budget = 0;
+  MethodOptions options;
+  std::vector<uint32_t> dense_layers;
+
+  bool any() const { return !decode_method.empty() || !prefill_method.empty(); }
+};
 
 class Model {
  public:
@@ -30,13 +47,25 @@ class Model {
   // Positions filled so far: the next token goes there.
   uint32_t length() const { return length_; }
 
+  // Builds the plan's methods for every layer; an empty plan is dense
+  // everywhere. InputError for an unknown method, a zero budget, a layer the
+  // model lacks, or a method a model run cannot feed (one that reads every
+  // past query, or builds from the whole cache at once).
+  void select(const SelectionPlan& plan);
+  const SelectionPlan& selection() const { return plan_; }
+
   // Appends `tokens` (at most chunk()) at length(), through every layer; the
   // logits of the last of them (or of each, with all_logits) are then ready.
+  // One token is a decode step, more a prefill chunk (the plan's method for it).
   void append(std::span<const int32_t> tokens, bool all_logits = false);
-  // Appends a prompt of any length in chunks of at most chunk(); after each,
+  // Appends a prompt of any length in chunks of at most chunk(), each a
+  // prefill chunk (a last chunk of one token too); after each,
   // `after_chunk(tokens done)` (where the chunk's logits are ready).
   void prefill(std::span<const int32_t> tokens, bool all_logits = false,
                const std::function<void(uint32_t done)>& after_chunk = {});
+  // Forgets the positions from `length` on (they are written again by the
+  // next append): one prompt's prefill serves many decodes.
+  void rewind(uint32_t length);
   // The logits of the last append: [vocab], or [n, vocab] with all_logits.
   std::vector<float> logits() const;
   // The first token of largest logit after the last append, chosen on the GPU
@@ -45,6 +74,9 @@ class Model {
 
   // GPU time per stage, summed over every append so far.
   const std::vector<vk::StageTime>& stage_times() const { return stage_times_; }
+  // What a stage of stage_times() belongs to: "attention" (dense or sparse),
+  // "selection" (a method's own stages), or "model" (everything else).
+  static const char* stage_part(const std::string& stage);
   // The KV cache of a layer, [G, capacity, d] in the storage type.
   const GpuLayer& cache(uint32_t layer) const { return *caches_[layer]; }
   // Keeps every position's queries of `layer` (after RoPE, [H, capacity, d] in
@@ -62,7 +94,19 @@ class Model {
   void record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& input, vk::Buffer& output,
                      const vk::Buffer* bias, uint32_t n_tokens, uint32_t n_in, uint32_t n_out, bool accumulate,
                      uint32_t input_head_dim, const std::string& stage) const;
+  void append_block(std::span<const int32_t> tokens, bool all_logits, Mode mode);
+  // Records layer l's attention of the block; returns the buffer holding its output.
+  const vk::Buffer& record_attention(vk::Pass& pass, uint32_t layer, const Block& block);
   void add_times(const vk::Pass& pass);
+
+  // A regime's methods, one per layer (null where the layer attends densely).
+  struct RegimeMethods {
+    std::vector<std::unique_ptr<Method>> by_layer;
+    std::vector<uint32_t> updated;  // cache positions each layer's metadata covers
+    uint32_t budget = 0;
+    std::unique_ptr<vk::Buffer> list;  // the selection, [rows, width], shared by the layers in turn
+  };
+  RegimeMethods build_regime(const std::string& method, uint32_t budget, Mode mode) const;
 
   const vk::Device& device_;
   ModelConfig config_;
@@ -78,7 +122,9 @@ class Model {
   std::vector<DeviceLayer> layers_;
   std::vector<std::unique_ptr<GpuLayer>> caches_;
   std::vector<std::unique_ptr<vk::Buffer>> kept_queries_;  // by layer; null where not kept
-  Attention attention_;
+  Attention attention_, sparse_attention_;
+  SelectionPlan plan_;
+  RegimeMethods decode_methods_, prefill_methods_;
   vk::Buffer tokens_, x_, normed_, q_, k_, v_, queries_, gate_, up_, logits_, chosen_;
   std::vector<vk::StageTime> stage_times_;
 };

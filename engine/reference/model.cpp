@@ -1,6 +1,7 @@
 #include "reference/model.h"
 
 #include <cmath>
+#include <optional>
 
 #include "half.h"
 
@@ -63,10 +64,30 @@ struct Layer {
   std::vector<Vector> keys, values;  // per position, [G * d]
 };
 
-// The forward pass; `on_qkv(layer, position, q, k, v)` sees each layer's
-// rotated, rounded q, k and v.
+// A layer's q, k and v so far as the selection references take them: the
+// first `tokens` positions, in float (the stored values are exact in float).
+HostLayer host_layer_so_far(const ModelConfig& c, const std::vector<Vector>& queries, const Layer& l, double scale) {
+  const uint32_t T = uint32_t(l.keys.size()), d = c.head_dim;
+  HostLayer h{{c.heads, c.kv_heads, T, d}, scale, std::vector<float>(size_t(c.heads) * T * d),
+              std::vector<float>(size_t(c.kv_heads) * T * d), std::vector<float>(size_t(c.kv_heads) * T * d)};
+  for (uint32_t p = 0; p < T; ++p) {
+    for (uint32_t head = 0; head < c.heads; ++head)
+      for (uint32_t i = 0; i < d; ++i) h.q[(size_t(head) * T + p) * d + i] = float(queries[p][head * d + i]);
+    for (uint32_t g = 0; g < c.kv_heads; ++g)
+      for (uint32_t i = 0; i < d; ++i) {
+        h.k[(size_t(g) * T + p) * d + i] = float(l.keys[p][g * d + i]);
+        h.v[(size_t(g) * T + p) * d + i] = float(l.values[p][g * d + i]);
+      }
+  }
+  return h;
+}
+
+// The forward pass, a block of positions at a time through each layer (as
+// the engine's chunks go); `on_qkv(layer, position, q, k, v)` sees each
+// layer's rotated, rounded q, k and v, and `rule` may narrow each block's attention.
 template <typename OnQkv>
-std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span<const int32_t> tokens, OnQkv on_qkv) {
+std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span<const int32_t> tokens,
+                                         const std::vector<Block>& blocks, const AttendRule& rule, OnQkv on_qkv) {
   const ModelConfig& c = checkpoint.config();
   const DType dtype = checkpoint.matrix_dtype();
   const Vector embedding = widen(checkpoint.embedding()), lm_head = widen(checkpoint.lm_head());
@@ -78,64 +99,102 @@ std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span
                       w.bv.present() ? widen(w.bv) : Vector{}, widen(w.mlp_norm), widen(w.w_gate), widen(w.w_up),
                       widen(w.w_down), {}, {}});
   const uint32_t d = c.head_dim, group = c.heads / c.kv_heads;
+  const double scale = 1.0 / std::sqrt(double(d));
+  std::vector<std::vector<Vector>> queries(layers.size());  // per layer, per position: the rule's view
   std::vector<std::vector<double>> logits;
-  for (uint32_t position = 0; position < tokens.size(); ++position) {
-    Vector x(embedding.begin() + long(size_t(tokens[position]) * c.hidden),
-             embedding.begin() + long(size_t(tokens[position] + 1) * c.hidden));
+  for (const Block& block : blocks) {
+    std::vector<Vector> x;
+    for (uint32_t p = block.first_query; p < block.first_query + block.n_queries; ++p)
+      x.emplace_back(embedding.begin() + long(size_t(tokens[p]) * c.hidden),
+                     embedding.begin() + long(size_t(tokens[p] + 1) * c.hidden));
     for (Layer& l : layers) {
-      const Vector normed = rms_norm(x, l.attention_norm, c.rms_eps);
-      Vector q = linear(l.wq, normed, l.bq.empty() ? nullptr : &l.bq);
-      Vector k = linear(l.wk, normed, l.bk.empty() ? nullptr : &l.bk);
-      Vector v = linear(l.wv, normed, l.bv.empty() ? nullptr : &l.bv);
-      rotate(q, c.heads, c, position);
-      rotate(k, c.kv_heads, c, position);
-      for (double& e : q) e = stored(e, dtype);
-      for (double& e : k) e = stored(e, dtype);
-      for (double& e : v) e = stored(e, dtype);
-      on_qkv(uint32_t(&l - layers.data()), position, q, k, v);
-      l.keys.push_back(k);
-      l.values.push_back(v);
-      Vector attended(size_t(c.heads) * d, 0.0);
-      for (uint32_t h = 0; h < c.heads; ++h) {
-        const uint32_t g = h / group;
-        Vector scores(position + 1);
-        double largest = -INFINITY;
-        for (uint32_t j = 0; j <= position; ++j) {
-          double s = 0;
-          for (uint32_t i = 0; i < d; ++i) s += q[h * d + i] * l.keys[j][g * d + i];
-          scores[j] = s / std::sqrt(double(d));
-          largest = std::max(largest, scores[j]);
-        }
-        double total = 0;
-        for (double& s : scores) total += (s = std::exp(s - largest));
-        for (uint32_t j = 0; j <= position; ++j)
-          for (uint32_t i = 0; i < d; ++i) attended[h * d + i] += scores[j] / total * l.values[j][g * d + i];
+      const uint32_t layer = uint32_t(&l - layers.data());
+      std::vector<Vector> q_block;
+      for (uint32_t i = 0; i < block.n_queries; ++i) {
+        const uint32_t position = block.first_query + i;
+        const Vector normed = rms_norm(x[i], l.attention_norm, c.rms_eps);
+        Vector q = linear(l.wq, normed, l.bq.empty() ? nullptr : &l.bq);
+        Vector k = linear(l.wk, normed, l.bk.empty() ? nullptr : &l.bk);
+        Vector v = linear(l.wv, normed, l.bv.empty() ? nullptr : &l.bv);
+        rotate(q, c.heads, c, position);
+        rotate(k, c.kv_heads, c, position);
+        for (double& e : q) e = stored(e, dtype);
+        for (double& e : k) e = stored(e, dtype);
+        for (double& e : v) e = stored(e, dtype);
+        on_qkv(layer, position, q, k, v);
+        l.keys.push_back(k);
+        l.values.push_back(v);
+        queries[layer].push_back(q);
+        q_block.push_back(q);
       }
-      const Vector out = linear(l.wo, attended);
-      for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
-      const Vector normed_mlp = rms_norm(x, l.mlp_norm, c.rms_eps);
-      Vector gate = linear(l.w_gate, normed_mlp);
-      const Vector up = linear(l.w_up, normed_mlp);
-      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1 + std::exp(-gate[i])) * up[i];
-      const Vector down = linear(l.w_down, gate);
-      for (size_t i = 0; i < x.size(); ++i) x[i] += down[i];
+      std::optional<Selection> selection;
+      if (rule) selection = rule(layer, host_layer_so_far(c, queries[layer], l, scale), block);
+      for (uint32_t i = 0; i < block.n_queries; ++i) {
+        const uint32_t position = block.first_query + i;
+        const Vector& q = q_block[i];
+        Vector attended(size_t(c.heads) * d, 0.0);
+        for (uint32_t h = 0; h < c.heads; ++h) {
+          const uint32_t g = h / group;
+          std::vector<uint32_t> keys;  // the attended set of docs/methods.md
+          if (!selection) {
+            for (uint32_t j = 0; j <= position; ++j) keys.push_back(j);
+          } else {
+            for (int32_t j : (*selection)[h])
+              if (j >= 0) keys.push_back(uint32_t(j));
+            if (block.mode == Mode::prefill)
+              for (uint32_t j = block.first_query; j <= position; ++j) keys.push_back(j);
+          }
+          Vector scores(keys.size());
+          double largest = -INFINITY;
+          for (size_t n = 0; n < keys.size(); ++n) {
+            double s = 0;
+            for (uint32_t e = 0; e < d; ++e) s += q[h * d + e] * l.keys[keys[n]][g * d + e];
+            scores[n] = s * scale;
+            largest = std::max(largest, scores[n]);
+          }
+          double total = 0;
+          for (double& s : scores) total += (s = std::exp(s - largest));
+          for (size_t n = 0; n < keys.size(); ++n)
+            for (uint32_t e = 0; e < d; ++e) attended[h * d + e] += scores[n] / total * l.values[keys[n]][g * d + e];
+        }
+        const Vector out = linear(l.wo, attended);
+        for (size_t e = 0; e < x[i].size(); ++e) x[i][e] += out[e];
+        const Vector normed_mlp = rms_norm(x[i], l.mlp_norm, c.rms_eps);
+        Vector gate = linear(l.w_gate, normed_mlp);
+        const Vector up = linear(l.w_up, normed_mlp);
+        for (size_t e = 0; e < gate.size(); ++e) gate[e] = gate[e] / (1 + std::exp(-gate[e])) * up[e];
+        const Vector down = linear(l.w_down, gate);
+        for (size_t e = 0; e < x[i].size(); ++e) x[i][e] += down[e];
+      }
     }
-    logits.push_back(linear(lm_head, rms_norm(x, final_norm, c.rms_eps)));
+    for (const Vector& row : x) logits.push_back(linear(lm_head, rms_norm(row, final_norm, c.rms_eps)));
   }
   return logits;
+}
+
+// One block per position: dense attention does not depend on the blocking.
+std::vector<Block> single_positions(size_t tokens) {
+  std::vector<Block> blocks;
+  for (uint32_t p = 0; p < tokens; ++p) blocks.push_back({Mode::decode, p, 1});
+  return blocks;
 }
 
 }  // namespace
 
 std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std::span<const int32_t> tokens) {
-  return forward(checkpoint, tokens, [](uint32_t, uint32_t, const Vector&, const Vector&, const Vector&) {});
+  return model_logits(checkpoint, tokens, single_positions(tokens.size()), {});
+}
+
+std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std::span<const int32_t> tokens,
+                                              const std::vector<Block>& blocks, const AttendRule& rule) {
+  return forward(checkpoint, tokens, blocks, rule, [](uint32_t, uint32_t, const Vector&, const Vector&, const Vector&) {});
 }
 
 LayerQkv model_qkv(const Checkpoint& checkpoint, std::span<const int32_t> tokens, uint32_t layer) {
   const ModelConfig& c = checkpoint.config();
   const size_t T = tokens.size(), d = c.head_dim;
   LayerQkv out{Vector(size_t(c.heads) * T * d), Vector(size_t(c.kv_heads) * T * d), Vector(size_t(c.kv_heads) * T * d)};
-  forward(checkpoint, tokens, [&](uint32_t l, uint32_t position, const Vector& q, const Vector& k, const Vector& v) {
+  forward(checkpoint, tokens, single_positions(T), {}, [&](uint32_t l, uint32_t position, const Vector& q, const Vector& k, const Vector& v) {
     if (l != layer) return;
     for (size_t h = 0; h < c.heads; ++h)
       for (size_t i = 0; i < d; ++i) out.q[(h * T + position) * d + i] = q[h * d + i];
