@@ -13,6 +13,8 @@
 #include "model_argmax.spv.h"
 #include "model_embed.spv.h"
 #include "model_matmul.spv.h"
+#include "model_matmul_matrix.spv.h"
+#include "model_matmul_matrix_khr.spv.h"
 #include "model_matvec.spv.h"
 #include "model_rmsnorm.spv.h"
 #include "model_rope.spv.h"
@@ -21,8 +23,18 @@
 namespace kv::model {
 namespace {
 
-// model_matmul's tile (rows x tokens a workgroup), model_matvec's rows a workgroup.
+// model_matmul's tile (rows x tokens a workgroup), model_matvec's rows a
+// workgroup, model_matmul_matrix's tile.
 constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
+constexpr uint32_t kMatrixRows = 64, kMatrixTokens = 32;
+
+// Whether a prefill chunk's linear layers run on tensor cores
+// (model_matmul_matrix.comp): fp16 weights whose rows, and an input head's
+// channels, come in 16-byte pieces.
+bool linear_layers_on_matrices(const vk::Device& device, const ModelConfig& c, DType dtype) {
+  return device.info().cooperative_matrix && dtype == DType::f16 && c.hidden % 8 == 0 && c.intermediate % 8 == 0 &&
+         c.head_dim % 8 == 0;
+}
 
 vk::Buffer upload_weight(const vk::Device& device, const Weight& weight) {
   vk::Buffer buffer(device, weight.data.size());
@@ -74,6 +86,10 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   if (c.hidden % 2 || c.intermediate % 2)  // the linear layers take channels in pairs
     throw InputError(checkpoint.source() + ": the hidden and intermediate sizes must be even");
   if (!tied_) lm_head_ = upload_weight(device, checkpoint.lm_head());
+  if (linear_layers_on_matrices(device, c, dtype_))
+    matmul_matrix_.emplace(device, "model_matmul_matrix",
+                           vk::cooperative_matrix_spirv(device, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv),
+                           vk::KernelLayout{4, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
   for (const LayerWeights& w : checkpoint.layers()) {
     DeviceLayer d{upload_floats(device, to_floats(w.attention_norm)), upload_floats(device, to_floats(w.mlp_norm)),
                   upload_weight(device, w.wq), upload_weight(device, w.wk), upload_weight(device, w.wv),
@@ -118,7 +134,10 @@ void Model::record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                           const vk::Buffer* bias, uint32_t n_tokens, uint32_t n_in, uint32_t n_out, bool accumulate,
                           uint32_t input_head_dim, const std::string& stage) const {
   const layouts::ModelMatmulPush push{n_tokens, n_in, n_out, accumulate ? 1u : 0u, bias ? 1u : 0u, input_head_dim};
-  if (n_tokens == 1)
+  if (n_tokens > 1 && matmul_matrix_)
+    pass.dispatch(*matmul_matrix_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kMatrixRows),
+                  ceil_div(n_tokens, kMatrixTokens), 1, stage);
+  else if (n_tokens == 1)
     pass.dispatch(matvec_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kMatvecRows), 1, 1, stage);
   else
     pass.dispatch(matmul_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kTileRows),

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -116,6 +117,7 @@ class Model {
   vk::Kernel embed_, rmsnorm_;
   // A decode step's linear layers (model_matvec) and a prefill chunk's (model_matmul).
   vk::Kernel matvec_, matmul_;
+  std::optional<vk::Kernel> matmul_matrix_;  // on tensor cores, where the device and weights allow
   vk::Kernel rope_, swiglu_, argmax_;
   vk::Buffer embedding_, lm_head_, final_norm_, rotations_, no_bias_;
   bool tied_;
