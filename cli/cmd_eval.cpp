@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,8 @@ const char* const kEvalHelp =
     "relative output error (means over heads and blocks), and median GPU time per\n"
     "block of the method's selection stages and of sparse attention over its set.\n"
     "Defaults: --layers all, --methods dense,oracle,quoka,quest,fier,streaming,\n"
-    "--budgets 256,512,1024,2048, --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
+    "--budgets 1%,3%,6%,12% (of the capture's length T; a budget is a key count\n"
+    "or a percentage), --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
     "N: the last N). Prefill chunk 0 has no past and is skipped.\n"
     "--json OUT writes docs/cli.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
     "When the capture records a needle (metadata needle_span), a `needle` column gives the\n"
@@ -63,6 +65,7 @@ nlohmann::json to_json(const EvalRow& row) {
                       {"coverage", row.mean.coverage}, {"recall", row.mean.recall},
                       {"output_error", row.mean.output_error}, {"blocks", row.block_positions.size()}};
   if (row.needle_recall >= 0) j["needle_recall"] = row.needle_recall;
+  if (!row.per_head_needle.empty()) j["per_head"]["needle_recall"] = row.per_head_needle;
   for (const char* key : {"coverage", "recall", "output_error"}) {
     nlohmann::json per_head = nlohmann::json::array(), per_block = nlohmann::json::array();
     auto pick = [&](const MetricTriple& m) {
@@ -105,6 +108,28 @@ class ProgressBar {
 
 }  // namespace
 
+namespace {
+
+// --budgets: key counts, or percentages of the capture's length ("3%"),
+// rounded to the nearest key and at least 1.
+std::vector<uint32_t> parse_budgets(const std::string& text, uint32_t tokens, const std::string& command) {
+  std::vector<uint32_t> budgets;
+  for (const std::string& item : split(text)) {
+    const bool percent = !item.empty() && item.back() == '%';
+    const std::string number = percent ? item.substr(0, item.size() - 1) : item;
+    char* end = nullptr;
+    const double value = std::strtod(number.c_str(), &end);
+    if (number.empty() || *end || !(value > 0) || (!percent && value != std::floor(value)) || (percent && value > 100) ||
+        value > double(1u << 30))
+      throw InputError(command + ": --budgets takes positive key counts or percentages of T (3%), not '" + item + "'");
+    budgets.push_back(percent ? std::max<uint32_t>(1, uint32_t(std::lround(value / 100.0 * tokens))) : uint32_t(value));
+  }
+  if (budgets.empty()) throw InputError(command + ": --budgets is empty");
+  return budgets;
+}
+
+}  // namespace
+
 int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values = method_value_options();
   values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
@@ -119,12 +144,11 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   config.methods = split(args.text("methods", "dense,oracle,quoka,quest,fier,streaming"));
   for (const std::string& m : config.methods)
     if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
-  config.budgets = args.has("budgets") ? args.counts("budgets") : std::vector<uint32_t>{256, 512, 1024, 2048};
-  for (uint32_t b : config.budgets)
-    if (b == 0) throw InputError("eval: budgets must be positive");
+  const std::string budget_text = args.text("budgets", "1%,3%,6%,12%");
 
   Capture capture(args.required("capture"));
   require_finite(capture, global.allow_nonfinite);
+  config.budgets = parse_budgets(budget_text, capture.tokens(), "eval");
   std::vector<const CaptureLayer*> layers;
   const std::string layer_list = args.text("layers", "all");
   if (layer_list == "all") {

@@ -41,6 +41,8 @@ class StageSamples {
 struct Accumulator {
   double needle_sum = 0;
   size_t needle_count = 0;
+  std::vector<double> head_needle_sums;
+  std::vector<size_t> head_needle_counts;
   std::vector<MetricTriple> head_sums;
   std::vector<MetricTriple> per_block;
   StageSamples stages;
@@ -87,7 +89,11 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
       lists[m].emplace_back(device, size_t(rows_of(shape, method_at(m).granularity())) * method_at(m).list_width(b) * 4);
 
   std::vector<Accumulator> accumulators(methods.size() * config.budgets.size());
-  for (Accumulator& a : accumulators) a.head_sums.resize(shape.heads);
+  for (Accumulator& a : accumulators) {
+    a.head_sums.resize(shape.heads);
+    a.head_needle_sums.resize(shape.heads);
+    a.head_needle_counts.resize(shape.heads);
+  }
   StageSamples dense_stages;
   const uint32_t oracle_heads_per_row = heads_per_row(shape, oracle->granularity());
   const NeedleSpan needle = needle_of(capture);
@@ -127,6 +133,8 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
           if (heads[h].needle_recall >= 0) {
             a.needle_sum += heads[h].needle_recall;
             ++a.needle_count;
+            a.head_needle_sums[h] += heads[h].needle_recall;
+            ++a.head_needle_counts[h];
           }
         }
         a.per_block.push_back(block_mean);
@@ -146,7 +154,10 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
       row.mode = config.mode;
       row.layer = layer.index;
       row.mean = {1.0, 1.0, 0.0};
-      if (capture.needle_span()) row.needle_recall = 1.0;
+      if (capture.needle_span()) {
+        row.needle_recall = 1.0;
+        row.per_head_needle.assign(shape.heads, 1.0);
+      }
       row.per_head.assign(shape.heads, row.mean);
       row.per_block.assign(blocks.size(), row.mean);
       row.block_positions = positions;
@@ -174,6 +185,9 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
         row.mean.output_error += head.output_error / shape.heads;
       }
       row.needle_recall = a.needle_count ? a.needle_sum / a.needle_count : -1;
+      if (a.needle_count)
+        for (uint32_t h = 0; h < shape.heads; ++h)
+          row.per_head_needle.push_back(a.head_needle_counts[h] ? a.head_needle_sums[h] / a.head_needle_counts[h] : -1);
       row.timings = a.stages.medians();
       row.build_timings = method_at(m).build_times();
       rows.push_back(row);

@@ -37,6 +37,7 @@ struct EvalRow {
   // Mean fraction of the needle's candidate tokens selected, over heads and the
   // blocks where the needle lies among the candidates; -1 without a needle.
   double needle_recall = -1;
+  std::vector<double> per_head_needle;  // the same per query head; empty without a needle
   std::vector<MetricTriple> per_head;
   std::vector<MetricTriple> per_block;
   std::vector<uint32_t> block_positions;

@@ -8,7 +8,9 @@
 #include <backends/imgui_impl_vulkan.h>
 #include <stb_image_write.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -21,11 +23,13 @@
 namespace {
 
 const char* const kUsage =
-    "usage: kvscope-viewer CAPTURE [--device N|NAME] [--debug|--debug-sync] [--layer L] [--decode|--prefill]\n"
+    "usage: kvscope-viewer [CAPTURE] [--device N|NAME] [--debug|--debug-sync] [--layer L] [--decode|--prefill]\n"
     "                      [--block I] [--method M] [--budget K] [--head H] [--chunk B] [method options]\n"
     "                      [--screenshot OUT.png] [--width W] [--height H] [--allow-nonfinite]\n\n"
-    "Opens a capture and re-runs selection, sparse attention and metrics on the GPU\n"
-    "whenever the method, budget, layer, head or block changes. --screenshot renders\n"
+    "Opens a capture (default: the bundled real passkey capture of llama-debian-5m,\n"
+    "assets/real-passkey-4k.safetensors) and re-runs selection, sparse attention and\n"
+    "metrics on the GPU whenever the method, budget, layer, head or block changes.\n"
+    "--budget takes a key count or a percentage of T (default 3%). --screenshot renders\n"
     "the given state (a few frames, so the layout settles), writes a PNG and exits.\n"
     "Method options are kvscope's (kvscope select --help lists them).\n";
 
@@ -78,6 +82,18 @@ int parse_int(const std::string& option, const char* text) {
 
 }  // namespace
 
+// --budget: a key count, or a percentage of the capture's length ("3%").
+int budget_of(const std::string& text, uint32_t tokens) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (number.empty() || *end || !(value > 0) || (percent && value > 100) || (!percent && value != std::floor(value)) ||
+      value > 1e9)
+    throw kv::InputError("--budget takes a positive key count or a percentage of T (3%), not '" + text + "'");
+  return percent ? std::max(1, int(std::lround(value / 100.0 * tokens))) : int(value);
+}
+
 int main(int argc, char** argv) {
   try {
     kv::viewer::ViewState state;
@@ -85,6 +101,7 @@ int main(int argc, char** argv) {
     std::string capture_path, screenshot;
     int width = 1600, height = 1000;
     bool layer_given = false;
+    std::string budget_text = "3%";
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
       auto value = [&]() -> const char* {
@@ -102,7 +119,7 @@ int main(int argc, char** argv) {
       else if (a == "--prefill") state.mode = kv::Mode::prefill;
       else if (a == "--block") state.block = parse_int(a, value());
       else if (a == "--method") state.method = value();
-      else if (a == "--budget") state.budget = parse_int(a, value());
+      else if (a == "--budget") budget_text = value();
       else if (a == "--head") state.head = parse_int(a, value());
       else if (a == "--chunk") state.chunk = uint32_t(parse_int(a, value()));
       else if (a == "--screenshot") screenshot = value();
@@ -114,13 +131,14 @@ int main(int argc, char** argv) {
       else if (capture_path.empty()) capture_path = a;
       else throw kv::InputError("more than one capture given");
     }
-    if (capture_path.empty()) throw kv::InputError("no capture given (see --help)");
+    if (capture_path.empty()) capture_path = KVSCOPE_DEFAULT_CAPTURE;
     state.complete_before_drawing = !screenshot.empty();
-    if (state.budget < 1 || state.chunk < 1 || width < 320 || height < 240)
-      throw kv::InputError("--budget, --chunk, --width and --height must be positive (window at least 320x240)");
+    if (state.chunk < 1 || width < 320 || height < 240)
+      throw kv::InputError("--chunk, --width and --height must be positive (window at least 320x240)");
     kv::find_method(state.method);  // refuses an unknown one, listing the known
 
     auto capture = std::make_unique<kv::Capture>(capture_path);
+    state.budget = budget_of(budget_text, capture->tokens());
     kv::require_finite(*capture, state.allow_nonfinite);
     if (!layer_given) state.layer = capture->layers().front().index;
     capture->layer(state.layer);  // refuses a missing layer now, with the one-line error

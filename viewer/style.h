@@ -13,8 +13,10 @@ namespace kv::viewer {
 // Fixed layout at any window size: controls on the left, the map on top, three panels below.
 constexpr float kControlsWidth = 360;
 constexpr float kMapShare = 0.47f;
-// Longer captures leave methods that read every past query out of the curves (O(T^2) a point).
-constexpr uint32_t kQuadraticCurveTokens = 8192;
+// Longer captures leave methods that read every past query out of the curves
+// (O(T^2) a point): on lavapipe H2O's curve alone took over a minute of the
+// default 4k-token capture's first frame.
+constexpr uint32_t kQuadraticCurveTokens = 2048;
 
 constexpr ImGuiWindowFlags kPanelFlags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse;
 

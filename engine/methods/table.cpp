@@ -32,7 +32,7 @@ namespace {
 const std::vector<OptionSpec> kOptions = {
     {.flag = "page-size", .help = "keys a page (quest)",
      .lowest = 1, .highest = 65536, .viewer_lowest = 4, .viewer_highest = 64, KV_OPTION_FIELD(page_size)},
-    {.flag = "group-size", .help = "channels that share a scale (fier)",
+    {.flag = "group-size", .help = "tokens whose keys share a (lo, hi) per channel (fier)",
      .lowest = 1, .highest = 65536, .viewer_lowest = 8, .viewer_highest = 128, KV_OPTION_FIELD(group_size)},
     {.flag = "n-q", .help = "queries kept, least like the chunk's mean (quoka)",
      .lowest = 1, .highest = 4096, .viewer_lowest = 1, .viewer_highest = 64, KV_OPTION_FIELD(n_q)},

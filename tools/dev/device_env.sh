@@ -1,9 +1,11 @@
 # Sourced by tools/dev/device_*.sh on the GPU machine: unpacks the carried Vulkan
 # loader and validation-layer .debs (.gl/: see tools/dev/README.md) and points
 # the loader at NVIDIA's driver when it finds none. B is the folder of carried
-# binaries ($KVSCOPE_BIN, default .devbin).
+# binaries ($KVSCOPE_BIN, default .devbin), GL that of the .debs ($KVSCOPE_GL,
+# default .gl; the loader alone, without the validation layer, is 0.4 MB).
 B=${KVSCOPE_BIN:-./.devbin}
-for f in .gl/*.deb; do dpkg -x "$f" /; done
+GL=${KVSCOPE_GL:-.gl}
+for f in "$GL"/*.deb; do dpkg -x "$f" /; done
 ldconfig
 "$B/kvscope" devices 2>/dev/null | grep -q NVIDIA ||
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
