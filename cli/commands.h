@@ -31,6 +31,8 @@ int run_bench(const GlobalOptions&, const std::vector<std::string>&);
 int run_inspect(const GlobalOptions&, const std::vector<std::string>&);
 int run_generate(const GlobalOptions&, const std::vector<std::string>&);
 int run_capture(const GlobalOptions&, const std::vector<std::string>&);
+int run_needle(const GlobalOptions&, const std::vector<std::string>&);
+int run_ppl(const GlobalOptions&, const std::vector<std::string>&);
 
 extern const char* const kDevicesHelp;
 extern const char* const kInfoHelp;
@@ -42,5 +44,7 @@ extern const char* const kBenchHelp;
 extern const char* const kInspectHelp;
 extern const char* const kGenerateHelp;
 extern const char* const kCaptureHelp;
+extern const char* const kNeedleHelp;
+extern const char* const kPplHelp;
 
 }  // namespace kv::cli

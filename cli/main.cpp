@@ -31,6 +31,10 @@ const Command kCommands[] = {
      kv::cli::run_generate, true, true},
     {"capture", "write a capture of a model's Q, K and V from kvscope's own forward pass", kv::cli::kCaptureHelp,
      kv::cli::run_capture},
+    {"needle", "retrieval accuracy with each method inside a model: passkey or key-value needles", kv::cli::kNeedleHelp,
+     kv::cli::run_needle, true},
+    {"ppl", "perplexity of a text with each method inside a model, decode or prefill", kv::cli::kPplHelp, kv::cli::run_ppl,
+     true},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
      kv::cli::run_inspect, true},
 };

@@ -58,18 +58,23 @@ model::SelectionPlan parse_selection_plan(const Args& args, const std::string& c
   return plan;
 }
 
+nlohmann::json method_options_json(const std::vector<std::string>& methods, const MethodOptions& options) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const std::string& name : methods)
+    if (!name.empty() && name != "dense")
+      for (const char* flag : find_method(name).options) j[flag] = find_option(flag).text(options);
+  return j;
+}
+
 nlohmann::json selection_json(const model::SelectionPlan& plan) {
-  nlohmann::json options = nlohmann::json::object();
   auto regime = [&](const std::string& name, uint32_t budget) {
     if (name.empty()) return nlohmann::json{{"method", "dense"}};
-    for (const char* flag : find_method(name).options) options[flag] = find_option(flag).text(plan.options);
     return nlohmann::json{{"method", name}, {"budget", budget}};
   };
-  nlohmann::json j = {{"decode", regime(plan.decode_method, plan.decode_budget)},
-                      {"prefill", regime(plan.prefill_method, plan.prefill_budget)},
-                      {"dense_layers", plan.dense_layers}};
-  j["options"] = options;
-  return j;
+  return {{"decode", regime(plan.decode_method, plan.decode_budget)},
+          {"prefill", regime(plan.prefill_method, plan.prefill_budget)},
+          {"dense_layers", plan.dense_layers},
+          {"options", method_options_json({plan.decode_method, plan.prefill_method}, plan.options)}};
 }
 
 Mode parse_mode(const Args& args, const std::string& command) {

@@ -26,6 +26,8 @@ extern const char* const kModelMethodsHelp;
 // The plan as --json reports it: each regime's method and budget, the dense
 // layers, and the options the named methods read.
 nlohmann::json selection_json(const model::SelectionPlan& plan);
+// The options that the named methods read, as the CLI spells them.
+nlohmann::json method_options_json(const std::vector<std::string>& methods, const MethodOptions& options);
 
 // The methods and their options, as --help lists them (from method_table()).
 std::string methods_help();

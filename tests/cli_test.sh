@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval bench inspect generate capture; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench inspect generate capture needle ppl; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -86,6 +86,27 @@ expect 2 "generate with a method a model run cannot feed" -- "$kvscope" generate
 expect 2 "generate with a method and no budget" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest
 expect 2 "generate with a budget and no method" -- "$kvscope" generate --model "$stories/stories260K.bin" --prefill-budget 8
 expect 2 "generate with a layer the model lacks" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest --budget 8 --dense-layers 7
+debian5m=$(dirname "$0")/../assets/models/llama-debian-5m
+expect 0 "needle with dense and streaming, every output" -- "$kvscope" --debug-sync needle --model "$debian5m" --lengths 256 --depths 0.5 \
+  --methods dense,streaming --budgets 16 --json "$work/n.json" --csv "$work/n.csv" --plot "$work/n.png"
+grep -q '"results"' "$work/n.json" && grep -q '"regime": "decode"' "$work/n.json" && head -1 "$work/n.csv" | grep -q '^task,length,depth,method,budget,regime,accuracy' &&
+  [ "$(head -c 4 "$work/n.png" | tail -c 3)" = "PNG" ] && [ ! -e "$work/n.json.partial" ] ||
+  { echo "FAIL: needle's JSON, CSV or PNG"; failures=$((failures + 1)); }
+expect 0 "needle with the kv task in prefill" -- "$kvscope" needle --model "$debian5m" --task kv --lengths 256 --depths 0.3 --methods quoka --budgets 32 --regime prefill --chunk 64
+expect 0 "ppl with dense and quest, both regimes" -- "$kvscope" --debug-sync ppl --model "$debian5m" --length 200 --scored 20 \
+  --methods dense,quest --budgets 32 --regime both --chunk 64 --json "$work/p.json"
+grep -q '"perplexity"' "$work/p.json" && [ "$(grep -c '"regime"' "$work/p.json")" = 4 ] ||
+  { echo "FAIL: ppl's JSON lacks a run"; failures=$((failures + 1)); }
+expect 2 "ppl scoring more tokens than the text has" -- "$kvscope" ppl --model "$debian5m" --length 100 --scored 200
+expect 2 "ppl with a text shorter than the length" -- "$kvscope" ppl --model "$debian5m" --length 100000
+expect 2 "needle with an unknown task" -- "$kvscope" needle --model "$debian5m" --task riddle
+expect 2 "needle with a depth past 1" -- "$kvscope" needle --model "$debian5m" --depths 1.5
+expect 2 "needle with a method a model run cannot feed" -- "$kvscope" needle --model "$debian5m" --methods h2o --budgets 16
+expect 2 "needle with a zero budget" -- "$kvscope" needle --model "$debian5m" --budgets 0
+expect 2 "needle with a length too short" -- "$kvscope" needle --model "$debian5m" --lengths 10
+expect 2 "needle with an unknown regime" -- "$kvscope" needle --model "$debian5m" --regime sideways
+expect 2 "needle without a model" -- "$kvscope" needle --lengths 256
+expect 2 "needle with a refused --plot" -- "$kvscope" needle --model "$debian5m" --lengths 256 --plot "$work/no/such/dir/n.png"
 expect 2 "generate without a model" -- "$kvscope" generate --prompt hi
 expect 2 "generate with a missing model" -- "$kvscope" generate --model "$work/none"
 expect 2 "generate past the context" -- "$kvscope" generate --model "$stories/stories260K.bin" --steps 600

@@ -15,6 +15,7 @@
 #include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "model/needle.h"
 #include "model/prompts.h"
 #include "model/tokenizer.h"
 #include "random_capture.h"
@@ -228,17 +229,27 @@ TEST_F(ModelRunTest, Stories260kGreedyTextIsRunC) {
 }
 
 // llama-debian-5m (assets/models/llama-debian-5m) finds a passkey in a 2k-token
-// prompt with dense attention, as its model card says.
-TEST_F(ModelRunTest, LlamaDebian5mAnswersA2kPasskey) {
+// prompt with dense attention, as its model card says, and loses it with
+// StreamingLLM keeping 64 keys in every decode step: the needle at depth 0.5
+// is outside its window, so a method that is not really in the loop fails
+// this. kvscope needle's own run: one dense prefill serves both.
+TEST_F(ModelRunTest, LlamaDebian5mNeedleDenseFindsA2kPasskeyStreaming64DoesNot) {
   const model::Checkpoint checkpoint = model::Checkpoint::open(KVSCOPE_ASSETS "/models/llama-debian-5m");
   const auto tokenizer = model::open_tokenizer(KVSCOPE_ASSETS "/models/llama-debian-5m", checkpoint.config().vocab);
-  std::mt19937 rng(test::test_seed());
-  const uint32_t passkey = 10000 + rng() % 90000;
-  SCOPED_TRACE("passkey " + std::to_string(passkey));
-  const model::RetrievalPrompt prompt = model::passkey_prompt(*tokenizer, 2048, 0.5, passkey);
-  EXPECT_GT(tokenizer->encode(prompt.text).size(), 1900u);
-  const std::string answer = generate(checkpoint, *tokenizer, prompt.text, 6);
-  EXPECT_EQ(answer.substr(0, prompt.answer.size()), prompt.answer) << answer;
+  model::NeedleConfig config;
+  config.lengths = {2048};
+  config.depths = {0.5};
+  config.methods = {"dense", "streaming"};
+  config.budgets = {64};
+  config.regimes = {model::NeedleRegime::decode};
+  config.seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(config.seed));
+  const std::vector<model::NeedleResult> results = model::run_needle(test::device(), checkpoint, *tokenizer, config);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].method, "dense");
+  EXPECT_EQ(results[0].accuracy(), 1.0) << "dense said '" << results[0].answers[0] << "'";
+  EXPECT_EQ(results[1].method, "streaming");
+  EXPECT_EQ(results[1].accuracy(), 0.0) << "streaming said '" << results[1].answers[0] << "'";
 }
 
 // What kvscope capture writes: the queries the runner keeps and its KV cache,

@@ -171,10 +171,26 @@ void Model::select(const SelectionPlan& plan) {
   for (uint32_t l : plan.dense_layers)
     if (l >= config_.layers)
       throw InputError("--dense-layers: the model has layers 0 to " + std::to_string(config_.layers - 1) + ", not " + std::to_string(l));
+  // A method's objects do not depend on its budget: a plan that changes only
+  // budgets keeps them, their pipelines and their metadata (a budget sweep).
+  const bool same_methods = plan.dense_layers == plan_.dense_layers && plan.options.key() == plan_.options.key();
+  const SelectionPlan previous = plan_;
   plan_ = plan;
+  auto regime = [&](RegimeMethods& current, const std::string& old_name, const std::string& name, uint32_t budget,
+                    Mode mode) {
+    if (!same_methods || name.empty() || name != old_name || budget == 0) return build_regime(name, budget, mode);
+    RegimeMethods kept = std::move(current);
+    kept.budget = budget;
+    uint32_t width = 0;
+    for (const auto& method : kept.by_layer)
+      if (method) width = std::max(width, method->list_width(budget));
+    if (width > 0 && (!kept.list || kept.list->bytes() < size_t(config_.heads) * width * sizeof(int32_t)))
+      kept.list = std::make_unique<vk::Buffer>(device_, size_t(config_.heads) * width * sizeof(int32_t));
+    return kept;
+  };
   try {
-    decode_methods_ = build_regime(plan.decode_method, plan.decode_budget, Mode::decode);
-    prefill_methods_ = build_regime(plan.prefill_method, plan.prefill_budget, Mode::prefill);
+    decode_methods_ = regime(decode_methods_, previous.decode_method, plan.decode_method, plan.decode_budget, Mode::decode);
+    prefill_methods_ = regime(prefill_methods_, previous.prefill_method, plan.prefill_method, plan.prefill_budget, Mode::prefill);
   } catch (...) {
     plan_ = {};
     decode_methods_ = {};

@@ -1,0 +1,65 @@
+#pragma once
+// Retrieval accuracy with a selection method inside the model (the seed
+// papers' passkey and needle tests): prompts of given lengths with the needle
+// at given depths, the model run with each method and budget in the regime
+// asked, the answer generated greedily and scored by exact match.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "method.h"
+#include "model/checkpoint.h"
+#include "model/tokenizer.h"
+#include "vk/device.h"
+
+namespace kv::model {
+
+enum class NeedleTask { passkey, kv };
+// Where the method runs: decode steps (dense prefill), prefill chunks (dense
+// decode), or both.
+enum class NeedleRegime { decode, prefill, both };
+
+const char* needle_task_name(NeedleTask task);
+const char* needle_regime_name(NeedleRegime regime);
+
+struct NeedleConfig {
+  NeedleTask task = NeedleTask::passkey;
+  std::vector<uint32_t> lengths;  // prompt plus answer, in tokens
+  std::vector<double> depths;     // of the needle in the prompt, 0..1
+  uint32_t samples = 1;           // prompts per (length, depth), each with its own key
+  std::vector<std::string> methods;  // "dense" and rows of method_table()
+  std::vector<uint32_t> budgets;
+  std::vector<NeedleRegime> regimes;
+  uint32_t prefill_budget = 0;  // the prefill budget in regime both; 0: the decode budget
+  MethodOptions options;
+  std::vector<uint32_t> dense_layers;
+  uint32_t chunk = 128;
+  uint32_t seed = 0;
+  std::string haystack;  // kv: the text the fact hides in
+};
+
+// One cell: a (length, depth, method, budget, regime) over the samples.
+struct NeedleResult {
+  uint32_t length = 0;
+  double depth = 0;
+  std::string method;
+  uint32_t budget = 0;  // 0 for dense
+  NeedleRegime regime = NeedleRegime::decode;
+  uint32_t correct = 0, samples = 0;
+  std::vector<std::string> answers;  // what the model said, per sample
+  double accuracy() const { return samples ? double(correct) / samples : 0; }
+};
+
+// Called after each model run: (runs done, runs in all).
+using NeedleProgress = std::function<void(size_t, size_t)>;
+
+// Runs every cell. Dense is run once per prompt and reported once (budget 0,
+// regime decode). One dense prefill serves every decode-regime method of a
+// prompt (Model::rewind); the first answer token comes from the prompt's last
+// position, as in the papers. InputError for an unknown or unrunnable method,
+// a prompt that does not fit, or a length past the model's context.
+std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint& checkpoint, const Tokenizer& tokenizer,
+                                     const NeedleConfig& config, const NeedleProgress& progress = {});
+
+}  // namespace kv::model
