@@ -144,15 +144,39 @@ void Model::record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   ceil_div(n_tokens, kTileTokens), 1, stage);
 }
 
+namespace {
+
+// Methods whose inputs a model run does not have: every past query (SnapKV,
+// H2O, SampleAttention), or every key of the cache at once (Loki's basis).
+void refuse_outside_model_runs(const MethodSpec& spec, const std::string& command) {
+  const std::string who = (command.empty() ? "" : command + ": ") + spec.name;
+  if (spec.reads_past_queries)
+    throw InputError(who + " reads every past query, which a model run does not keep: run it with eval on a capture");
+  if (spec.builds_from_whole_cache)
+    throw InputError(who + " builds from the whole cache at once, which a model run fills as it goes: run it with eval on a capture");
+}
+
+}  // namespace
+
+MethodSweep split_method_sweep(const std::vector<std::string>& names, const std::string& command) {
+  MethodSweep sweep;
+  for (const std::string& name : names) {
+    if (name == "dense") {
+      sweep.dense = true;
+      continue;
+    }
+    refuse_outside_model_runs(find_method(name), command);
+    sweep.methods.push_back(name);
+  }
+  return sweep;
+}
+
 Model::RegimeMethods Model::build_regime(const std::string& name, uint32_t budget, Mode mode) const {
   RegimeMethods regime;
   if (name.empty()) return regime;
   const MethodSpec& spec = find_method(name);
   const char* regime_name = mode_name(mode);
-  if (spec.reads_past_queries)
-    throw InputError(name + " reads every past query, which a model run does not keep: run it with eval on a capture");
-  if (spec.builds_from_whole_cache)
-    throw InputError(name + " builds from the whole cache at once, which a model run fills as it goes: run it with eval on a capture");
+  refuse_outside_model_runs(spec, "");
   if (budget == 0) throw InputError(std::string("the ") + regime_name + " method " + name + " needs a budget above 0");
   regime.budget = budget;
   const uint32_t max_queries = mode == Mode::decode ? 1 : chunk_;

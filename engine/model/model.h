@@ -37,6 +37,15 @@ struct SelectionPlan {
   bool any() const { return !decode_method.empty() || !prefill_method.empty(); }
 };
 
+// A sweep's method names split into dense and the selection methods; an
+// unknown name, or a method a model run cannot feed (see Model::select), is
+// refused with `command` and the reason.
+struct MethodSweep {
+  bool dense = false;
+  std::vector<std::string> methods;
+};
+MethodSweep split_method_sweep(const std::vector<std::string>& names, const std::string& command);
+
 class Model {
  public:
   // Holds `capacity` positions (prompt plus steps; refused past the model's context).

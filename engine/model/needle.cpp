@@ -6,7 +6,6 @@
 #include <tuple>
 
 #include "error.h"
-#include "methods/table.h"
 #include "model/model.h"
 #include "model/prompts.h"
 
@@ -75,18 +74,9 @@ std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint&
   if (c.lengths.empty() || c.depths.empty() || c.methods.empty() || c.samples == 0)
     throw InputError("needle: give at least one length, depth, method and sample");
   if (c.task == NeedleTask::kv && c.haystack.empty()) throw InputError("needle: the kv task needs a haystack text");
-  std::vector<std::string> methods;  // the selection methods, dense apart
-  bool with_dense = false;
-  for (const std::string& m : c.methods) {
-    if (m == "dense") {
-      with_dense = true;
-      continue;
-    }
-    const MethodSpec& spec = find_method(m);
-    if (spec.reads_past_queries || spec.builds_from_whole_cache)
-      throw InputError("needle: " + m + " cannot run inside a model (it reads every past query or the whole cache at once)");
-    methods.push_back(m);
-  }
+  const MethodSweep sweep = split_method_sweep(c.methods, "needle");
+  const std::vector<std::string>& methods = sweep.methods;
+  const bool with_dense = sweep.dense;
   if (!methods.empty() && (c.budgets.empty() || c.regimes.empty()))
     throw InputError("needle: methods other than dense need --budgets and a regime");
   const ModelConfig& config = checkpoint.config();

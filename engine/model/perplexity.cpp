@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "error.h"
-#include "methods/table.h"
 #include "model/model.h"
 
 namespace kv::model {
@@ -29,18 +28,9 @@ std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Che
   const uint32_t T = uint32_t(tokens.size());
   if (c.scored == 0 || c.scored + 1 >= T)
     throw InputError("ppl: " + std::to_string(c.scored) + " scored tokens need a text longer than " + std::to_string(T) + " tokens");
-  std::vector<std::string> methods;
-  bool with_dense = false;
-  for (const std::string& m : c.methods) {
-    if (m == "dense") {
-      with_dense = true;
-      continue;
-    }
-    const MethodSpec& spec = find_method(m);
-    if (spec.reads_past_queries || spec.builds_from_whole_cache)
-      throw InputError("ppl: " + m + " cannot run inside a model (it reads every past query or the whole cache at once)");
-    methods.push_back(m);
-  }
+  const MethodSweep sweep = split_method_sweep(c.methods, "ppl");
+  const std::vector<std::string>& methods = sweep.methods;
+  const bool with_dense = sweep.dense;
   if (!methods.empty() && c.budgets.empty()) throw InputError("ppl: methods other than dense need --budgets");
   check_sequence_length(config, T);
   Model model(device, checkpoint, T, c.chunk);
