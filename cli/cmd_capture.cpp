@@ -9,7 +9,7 @@
 #include "files.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
-#include "model/model.h"
+#include "model/prompt_capture.h"
 #include "model/prompts.h"
 #include "model/tokenizer.h"
 #include "random.h"
@@ -96,51 +96,14 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
     prompt.text = args.has("prompt-file") ? model::read_text_file(args.text("prompt-file")) : args.text("prompt");
   }
 
-  std::vector<int32_t> tokens;
-  if (config.bos_token >= 0) tokens.push_back(config.bos_token);
-  const std::vector<int32_t> text_tokens = tokenizer->encode(prompt.text);
-  tokens.insert(tokens.end(), text_tokens.begin(), text_tokens.end());
-  if (tokens.size() < 2) throw InputError("capture: the prompt needs at least one token after the BOS");
-  model::check_sequence_length(config, tokens.size());
-
   vk::Device device(global.device);
-  model::Model runner(device, checkpoint, uint32_t(tokens.size()), args.count("chunk", 128, 1, 4096));
-  for (uint32_t l : layers) runner.keep_queries(l);
-  runner.prefill(tokens);
-
-  // Token text: the BOS's own text, then what each token adds to the prompt.
-  std::vector<std::string> pieces{config.bos_token >= 0 ? tokenizer->decode(-1, tokens.front()) : std::string()};
-  std::vector<std::string> rest = model::token_pieces(*tokenizer, text_tokens, config.bos_token);
-  if (config.bos_token < 0) pieces.clear();
-  pieces.insert(pieces.end(), rest.begin(), rest.end());
-
-  CaptureData data;
+  model::PromptCapture captured =
+      model::capture_prompt(device, checkpoint, *tokenizer, prompt, has_needle, layers, args.count("chunk", 128, 1, 4096));
+  CaptureData& data = captured.data;
   data.model = model_path.string();
   data.source = source;
-  data.token_ids = tokens;
-  data.token_text = pieces;
-  if (has_needle) {
-    const auto [first, end] = model::token_span(rest, prompt.needle_first, prompt.needle_end);
-    const uint32_t offset = config.bos_token >= 0 ? 1 : 0;
-    data.needle_span = std::make_pair(first + offset, end + offset);
-  }
-  const DType dtype = checkpoint.matrix_dtype();
-  const AttentionShape shape{config.heads, config.kv_heads, uint32_t(tokens.size()), config.head_dim};
-  const size_t q_bytes = size_t(shape.heads) * shape.tokens * shape.dim * dtype_size(dtype);
-  const size_t kv_bytes = size_t(shape.kv_heads) * shape.tokens * shape.dim * dtype_size(dtype);
-  std::vector<std::vector<std::byte>> storage;
-  storage.reserve(3 * layers.size());  // the layers' spans point into it
-  for (uint32_t l : layers) {
-    std::vector<std::byte>& q = storage.emplace_back(q_bytes);
-    std::vector<std::byte>& k = storage.emplace_back(kv_bytes);
-    std::vector<std::byte>& v = storage.emplace_back(kv_bytes);
-    runner.kept_queries(l).download(q);
-    runner.cache(l).keys.download(k);
-    runner.cache(l).values.download(v);
-    data.layers.push_back({int(l), shape, dtype, q, k, v});
-  }
   write_capture(out, data);
-  std::fprintf(stderr, "kvscope: wrote %s: %zu layers, %zu tokens%s\n", out.c_str(), layers.size(), tokens.size(),
+  std::fprintf(stderr, "kvscope: wrote %s: %zu layers, %zu tokens%s\n", out.c_str(), layers.size(), data.token_ids.size(),
                has_needle ? (", needle at tokens " + std::to_string(data.needle_span->first) + "-" +
                              std::to_string(data.needle_span->second)).c_str()
                           : "");

@@ -147,7 +147,9 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
       all.push_back({{"task", task}, {"length", r.length}, {"depth", r.depth}, {"method", r.method},
                      {"budget", r.budget}, {"regime", r.method == "dense" ? "dense" : model::needle_regime_name(r.regime)},
                      {"accuracy", r.accuracy()}, {"correct", r.correct}, {"samples", r.samples}, {"answers", r.answers}});
-    nlohmann::json j = {{"model", model_path.string()}, {"device", device.info().name}, {"task", task},
+    nlohmann::json j = {{"model", model_path.string()}, {"tokenizer", args.text("tokenizer", "")},
+                        {"haystack_file", config.task == model::NeedleTask::kv ? args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK) : ""},
+                        {"device", device.info().name}, {"task", task},
                         {"options", method_options_json(config.methods, config.options)}, {"dense_layers", config.dense_layers},
                         {"chunk", config.chunk}, {"seed", config.seed}, {"results", all}};
     write_text_atomically(json_path, j.dump(1) + "\n");

@@ -17,6 +17,11 @@ App::App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::
   std::snprintf(path_field_, sizeof path_field_, "%s", capture_path.c_str());
 }
 
+App::~App() {
+  capture_.reset();
+  if (!needle_capture_.empty()) std::remove(needle_capture_.c_str());
+}
+
 // Loads another capture; on failure the current one stays and the error shows.
 void App::open_capture(const std::string& path) {
   try {
@@ -140,6 +145,7 @@ void App::frame() {
   recall_panel();
   cosine_panel();
   latency_panel();
+  needle_panel();
 }
 
 }  // namespace kv::viewer

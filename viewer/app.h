@@ -1,6 +1,7 @@
 #pragma once
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "evaluator.h"
 #include "inspector.h"
 #include "methods/table.h"
+#include "needle_results.h"
 #include "query_stats.h"
 
 namespace kv::viewer {
@@ -34,7 +36,11 @@ struct ViewState {
 class App {
  public:
   App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::string& capture_path, ViewState state);
+  ~App();  // removes the capture a needle re-run wrote
   void frame();  // builds this frame's ImGui windows
+  // Shows `kvscope needle` results in a panel of their own (panel_needle.cpp);
+  // `rerun` >= 0 re-runs that result's prompt at once, as a click would.
+  void load_needle(NeedleResults results, int rerun = -1);
 
  private:
   void refresh();
@@ -48,6 +54,8 @@ class App {
   void recall_panel();
   void cosine_panel();
   void latency_panel();
+  void needle_panel();
+  void rerun_needle(const NeedleCell& cell);
   std::vector<Block> blocks() const;
   const Capture& capture() const { return *capture_; }
   Block current_block() const;
@@ -69,6 +77,9 @@ class App {
   std::deque<float> method_history_, dense_history_;
   double view_first_ = 0, view_last_ = 0;  // visible keys of the map
   std::string error_;
+  std::optional<NeedleResults> needle_;
+  std::string needle_status_;
+  std::string needle_capture_;  // the temporary capture of the last re-run
 };
 
 }  // namespace kv::viewer

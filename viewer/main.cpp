@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "app.h"
@@ -25,11 +26,15 @@ namespace {
 const char* const kUsage =
     "usage: kvscope-viewer [CAPTURE] [--device N|NAME] [--debug|--debug-sync] [--layer L] [--decode|--prefill]\n"
     "                      [--block I] [--method M] [--budget K] [--head H] [--chunk B] [method options]\n"
-    "                      [--screenshot OUT.png] [--width W] [--height H] [--allow-nonfinite]\n\n"
+    "                      [--needle RESULTS.json [--needle-rerun I]] [--screenshot OUT.png] [--width W] [--height H]\n"
+    "                      [--allow-nonfinite]\n\n"
     "Opens a capture (default: the bundled real passkey capture of llama-debian-5m,\n"
     "assets/real-passkey-4k.safetensors) and re-runs selection, sparse attention and\n"
     "metrics on the GPU whenever the method, budget, layer, head or block changes.\n"
-    "--budget takes a key count or a percentage of T (default 3%). --screenshot renders\n"
+    "--budget takes a key count or a percentage of T (default 3%). --needle shows\n"
+    "kvscope needle's JSON as heatmaps and curves; clicking a cell re-runs that prompt\n"
+    "through the model and shows the method on its retrieval head (--needle-rerun I: the\n"
+    "I-th result's, at the start). --screenshot renders\n"
     "the given state (a few frames, so the layout settles), writes a PNG and exits.\n"
     "Method options are kvscope's (kvscope select --help lists them).\n";
 
@@ -98,7 +103,8 @@ int main(int argc, char** argv) {
   try {
     kv::viewer::ViewState state;
     kv::vk::DeviceOptions device_options;
-    std::string capture_path, screenshot;
+    std::string capture_path, screenshot, needle_path;
+    int needle_rerun = -1;
     int width = 1600, height = 1000;
     bool layer_given = false;
     std::string budget_text = "3%";
@@ -123,6 +129,8 @@ int main(int argc, char** argv) {
       else if (a == "--head") state.head = parse_int(a, value());
       else if (a == "--chunk") state.chunk = uint32_t(parse_int(a, value()));
       else if (a == "--screenshot") screenshot = value();
+      else if (a == "--needle") needle_path = value();
+      else if (a == "--needle-rerun") needle_rerun = parse_int(a, value());
       else if (a == "--allow-nonfinite") state.allow_nonfinite = true;
       else if (a == "--width") width = parse_int(a, value());
       else if (a == "--height") height = parse_int(a, value());
@@ -142,6 +150,10 @@ int main(int argc, char** argv) {
     kv::require_finite(*capture, state.allow_nonfinite);
     if (!layer_given) state.layer = capture->layers().front().index;
     capture->layer(state.layer);  // refuses a missing layer now, with the one-line error
+    std::optional<kv::viewer::NeedleResults> needle;
+    if (!needle_path.empty()) needle = kv::viewer::read_needle_results(needle_path);
+    if (needle_rerun >= 0 && (!needle || size_t(needle_rerun) >= needle->cells.size()))
+      throw kv::InputError("--needle-rerun needs --needle and one of its " + std::to_string(needle ? needle->cells.size() : 0) + " results");
 
     GlfwSession glfw;
     const bool interactive = screenshot.empty();
@@ -157,6 +169,7 @@ int main(int argc, char** argv) {
     ImGuiSession imgui(window.handle);
     kv::viewer::Renderer renderer(device, window.handle, interactive);
     kv::viewer::App app(device, std::move(capture), capture_path, state);
+    if (needle) app.load_needle(std::move(*needle), needle_rerun);
     const int screenshot_frame = 4;  // ImGui needs a few frames to size and place windows
     for (int frame = 0; !glfwWindowShouldClose(window.handle); ++frame) {
       glfwPollEvents();

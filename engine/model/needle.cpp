@@ -1,6 +1,7 @@
 #include "model/needle.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <tuple>
@@ -24,20 +25,7 @@ struct Prompt {
   std::string answer;
 };
 
-Prompt make_prompt(const NeedleConfig& c, const Tokenizer& tokenizer, const ModelConfig& model, uint32_t length,
-                   double depth, std::mt19937& rng) {
-  if (length <= 2 * kAnswerRoom)
-    throw InputError("needle: a length of " + std::to_string(length) + " tokens leaves no room for a prompt");
-  RetrievalPrompt p;
-  if (c.task == NeedleTask::passkey) {
-    p = passkey_prompt(tokenizer, length - kAnswerRoom, depth, 10000 + rng() % 90000);
-  } else {
-    const std::string word = kWords[rng() % std::size(kWords)], number = std::to_string(1000000 + rng() % 9000000);
-    p = needle_prompt(tokenizer, c.haystack, "The special magic number for " + word + " is " + number + ".",
-                      "\nWhat is the special magic number for " + word + "? The special magic number for " + word + " is",
-                      length - kAnswerRoom, depth);
-    p.answer = " " + number;
-  }
+Prompt tokenized(const RetrievalPrompt& p, const Tokenizer& tokenizer, const ModelConfig& model) {
   Prompt prompt{{}, p.answer};
   if (model.bos_token >= 0) prompt.tokens.push_back(model.bos_token);
   for (int32_t t : tokenizer.encode(p.text)) prompt.tokens.push_back(t);
@@ -62,6 +50,54 @@ std::string generate_answer(Model& model, const Tokenizer& tokenizer, const Mode
 }
 
 }  // namespace
+
+RetrievalPrompt needle_sample_prompt(const NeedleConfig& c, const Tokenizer& tokenizer, uint32_t length, double depth,
+                                     uint32_t sample) {
+  if (length <= 2 * kAnswerRoom)
+    throw InputError("needle: a length of " + std::to_string(length) + " tokens leaves no room for a prompt");
+  // Each prompt's key from the seed and its place in the sweep, whatever else is swept.
+  std::mt19937 rng(c.seed * 1000003u + length * 7919u + uint32_t(depth * 1000) * 31u + sample);
+  if (c.task == NeedleTask::passkey) return passkey_prompt(tokenizer, length - kAnswerRoom, depth, 10000 + rng() % 90000);
+  const std::string word = kWords[rng() % std::size(kWords)], number = std::to_string(1000000 + rng() % 9000000);
+  RetrievalPrompt p = needle_prompt(tokenizer, c.haystack, "The special magic number for " + word + " is " + number + ".",
+                                    "\nWhat is the special magic number for " + word + "? The special magic number for " +
+                                        word + " is",
+                                    length - kAnswerRoom, depth);
+  p.answer = " " + number;
+  return p;
+}
+
+RetrievalHead find_retrieval_head(const Capture& capture) {
+  if (!capture.needle_span()) throw InputError("the capture records no needle (needle_span)");
+  const auto [first, end] = *capture.needle_span();
+  RetrievalHead best;
+  best.needle_mass = -1;
+  for (const CaptureLayer& layer : capture.layers()) {
+    const AttentionShape& s = layer.shape;
+    const uint32_t t = s.tokens - 1, d = s.dim;
+    const double scale = capture.scale(layer);
+    const std::vector<float> q = to_float(layer.dtype, layer.q->data), k = to_float(layer.dtype, layer.k->data);
+    for (uint32_t h = 0; h < s.heads; ++h) {
+      const float* query = &q[(size_t(h) * s.tokens + t) * d];
+      const float* keys = &k[size_t(h / s.group()) * s.tokens * d];
+      std::vector<double> logits(t + 1);
+      double largest = -1e300;
+      for (uint32_t j = 0; j <= t; ++j) {
+        double dot = 0;
+        for (uint32_t i = 0; i < d; ++i) dot += double(query[i]) * keys[size_t(j) * d + i];
+        largest = std::max(largest, logits[j] = dot * scale);
+      }
+      double total = 0, needle = 0;
+      for (uint32_t j = 0; j <= t; ++j) {
+        const double p = std::exp(logits[j] - largest);
+        total += p;
+        if (j >= first && j < end) needle += p;
+      }
+      if (needle / total > best.needle_mass) best = {layer.index, h, needle / total};
+    }
+  }
+  return best;
+}
 
 const char* needle_task_name(NeedleTask task) { return task == NeedleTask::passkey ? "passkey" : "kv"; }
 
@@ -123,9 +159,7 @@ std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint&
   for (uint32_t length : c.lengths)
     for (double depth : c.depths)
       for (uint32_t sample = 0; sample < c.samples; ++sample) {
-        // Each prompt's key from the seed and its place in the sweep, whatever else is swept.
-        std::mt19937 rng(c.seed * 1000003u + length * 7919u + uint32_t(depth * 1000) * 31u + sample);
-        const Prompt prompt = make_prompt(c, tokenizer, config, length, depth, rng);
+        const Prompt prompt = tokenized(needle_sample_prompt(c, tokenizer, length, depth, sample), tokenizer, config);
         const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(tokenizer.encode(prompt.answer).size());
         if (prompt_length + steps > length)
           throw InputError("needle: the answer does not fit in " + std::to_string(length) + " tokens");

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "capture.h"
 #include "method.h"
 #include "model/checkpoint.h"
+#include "model/prompts.h"
 #include "model/tokenizer.h"
 #include "vk/device.h"
 
@@ -50,6 +52,21 @@ struct NeedleResult {
   std::vector<std::string> answers;  // what the model said, per sample
   double accuracy() const { return samples ? double(correct) / samples : 0; }
 };
+
+// The prompt of one sample of a (length, depth) cell, as run_needle builds it:
+// its answer in `answer`, its needle's characters in needle_first/needle_end.
+RetrievalPrompt needle_sample_prompt(const NeedleConfig& config, const Tokenizer& tokenizer, uint32_t length,
+                                     double depth, uint32_t sample);
+
+// The head whose dense attention from the capture's last position puts the
+// most mass on its needle (needle_span), over every layer the capture holds:
+// the retrieval head a needle run depends on.
+struct RetrievalHead {
+  int layer = 0;
+  uint32_t head = 0;
+  double needle_mass = 0;
+};
+RetrievalHead find_retrieval_head(const Capture& capture);
 
 // Called after each model run: (runs done, runs in all).
 using NeedleProgress = std::function<void(size_t, size_t)>;

@@ -2,7 +2,8 @@
 # With the model in the loop, on the GPU machine (README "With the model in the
 # loop"): kvscope needle (passkey and key-value, decode and prefill regimes) and
 # kvscope ppl with llama-debian-27m, then generate's speed with each method
-# beside tools/bench_hf.py; everything into $OUT/loop.tgz.
+# beside tools/bench_hf.py; everything into $OUT/loop.tgz. LOOP_PARTS=speed
+# runs only the speed part.
 set -u
 . tools/dev/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -11,7 +12,7 @@ M=/tmp/m27
 R=/tmp/loop; mkdir -p $R
 K="$B/kvscope"
 common="--model $M --lengths 2048,8192,16384 --depths 0.1,0.3,0.5,0.7,0.9 --methods dense,quest,fier,streaming,quoka,tova,sparq"
-for task in passkey kv; do
+[ "${LOOP_PARTS:-all}" = speed ] || for task in passkey kv; do
   for regime in decode prefill; do
     start=$(date +%s)
     $K needle $common --task $task --budgets 32,64,128,256,1024 --regime $regime --json $R/needle_${task}_$regime.json \
@@ -20,10 +21,12 @@ for task in passkey kv; do
     echo "needle $task $regime: $(( $(date +%s) - start )) s, rc $rc"
   done
 done
+[ "${LOOP_PARTS:-all}" = speed ] || {
 start=$(date +%s)
 $K ppl --model $M --length 8192 --scored 512 --methods dense,quest,fier,streaming,quoka,tova,sparq --budgets 64,256,1024 \
   --regime both --json $R/ppl.json > $R/ppl.txt 2>&1
 echo "ppl: $(( $(date +%s) - start )) s"; cat $R/ppl.txt
+}
 python3 - <<'PY'
 import sys; sys.path.insert(0, "tools")
 from transformers import AutoTokenizer
@@ -48,4 +51,4 @@ for L in 4096 16000; do
   done
 done
 timeout 150 python3 tools/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $R/bench_hf.jsonl
-tar -C $R -czf "$OUT/loop.tgz" --exclude='p*.txt' .
+tar -C $R -czf "$OUT/loop.tgz" --exclude='p[0-9]*.txt' .
