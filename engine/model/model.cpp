@@ -178,17 +178,23 @@ Model::RegimeMethods Model::build_regime(const std::string& name, uint32_t budge
   const char* regime_name = mode_name(mode);
   refuse_outside_model_runs(spec, "");
   if (budget == 0) throw InputError(std::string("the ") + regime_name + " method " + name + " needs a budget above 0");
-  regime.budget = budget;
   const uint32_t max_queries = mode == Mode::decode ? 1 : chunk_;
-  uint32_t width = 0;
   for (uint32_t l = 0; l < config_.layers; ++l) {
     const bool dense = std::find(plan_.dense_layers.begin(), plan_.dense_layers.end(), l) != plan_.dense_layers.end();
     regime.by_layer.push_back(dense ? nullptr : make_method(device_, *caches_[l], name, plan_.options, mode, max_queries));
-    if (regime.by_layer.back()) width = std::max(width, regime.by_layer.back()->list_width(budget));
   }
   regime.updated.assign(config_.layers, 0);
-  if (width > 0) regime.list = std::make_unique<vk::Buffer>(device_, size_t(config_.heads) * width * sizeof(int32_t));
+  set_budget(regime, budget);
   return regime;
+}
+
+void Model::set_budget(RegimeMethods& regime, uint32_t budget) const {
+  regime.budget = budget;
+  uint32_t width = 0;
+  for (const auto& method : regime.by_layer)
+    if (method) width = std::max(width, method->list_width(budget));
+  const size_t bytes = size_t(config_.heads) * width * sizeof(int32_t);
+  if (width > 0 && (!regime.list || regime.list->bytes() < bytes)) regime.list = std::make_unique<vk::Buffer>(device_, bytes);
 }
 
 void Model::select(const SelectionPlan& plan) {
@@ -204,12 +210,7 @@ void Model::select(const SelectionPlan& plan) {
                     Mode mode) {
     if (!same_methods || name.empty() || name != old_name || budget == 0) return build_regime(name, budget, mode);
     RegimeMethods kept = std::move(current);
-    kept.budget = budget;
-    uint32_t width = 0;
-    for (const auto& method : kept.by_layer)
-      if (method) width = std::max(width, method->list_width(budget));
-    if (width > 0 && (!kept.list || kept.list->bytes() < size_t(config_.heads) * width * sizeof(int32_t)))
-      kept.list = std::make_unique<vk::Buffer>(device_, size_t(config_.heads) * width * sizeof(int32_t));
+    set_budget(kept, budget);
     return kept;
   };
   try {

@@ -117,6 +117,8 @@ class Model {
     std::unique_ptr<vk::Buffer> list;  // the selection, [rows, width], shared by the layers in turn
   };
   RegimeMethods build_regime(const std::string& method, uint32_t budget, Mode mode) const;
+  // Sets the regime's budget and grows its list to the widest layer's list_width.
+  void set_budget(RegimeMethods& regime, uint32_t budget) const;
 
   const vk::Device& device_;
   ModelConfig config_;
