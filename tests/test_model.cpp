@@ -400,6 +400,59 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
 INSTANTIATE_TEST_SUITE_P(Methods, SelectionInTheLoopTest, ::testing::ValuesIn(loop_cases()),
                          [](const auto& info) { return info.param.name; });
 
+// Plans that switch between methods, and through dense, reuse each method's
+// objects (Model::select): each must bring its metadata up to the keys the
+// others wrote meanwhile. Only the last layer selects, so every plan writes
+// the same cache and the logits equal a run that never switched.
+TEST_F(ModelRunTest, PlanSwitchesKeepEachMethodsMetadataCurrent) {
+  TinyModel m{"plan_switches"};
+  m.head_dim = 32;  // Fier packs 32 channels a word
+  m.layers = 3;
+  const uint32_t prompt = 40, between = 9, steps = 10, chunk = 8;
+  const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, test::test_seed()));
+  std::mt19937 rng(test::test_seed());
+  std::vector<int32_t> tokens(prompt + between + steps);
+  for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+  auto plan = [&](std::string method, uint32_t budget) {
+    model::SelectionPlan p{.decode_method = method, .decode_budget = budget, .dense_layers = {0, 1}};
+    p.options.page_size = 8;
+    return p;
+  };
+  const model::SelectionPlan quest = plan("quest", 24), fier = plan("fier", 16);
+  auto decode = [](model::Model& runner, std::span<const int32_t> part) {
+    std::vector<std::vector<float>> logits;
+    for (const int32_t& t : part) {
+      runner.append(std::span(&t, 1));
+      logits.push_back(runner.logits());
+    }
+    return logits;
+  };
+  const std::span<const int32_t> all(tokens);
+  model::Model switching(test::device(), checkpoint, uint32_t(tokens.size()), chunk);
+  switching.select(quest);
+  switching.prefill(all.first(prompt));
+  decode(switching, all.subspan(prompt, 4));
+  switching.select(fier);
+  decode(switching, all.subspan(prompt + 4, 3));
+  switching.select({});
+  decode(switching, all.subspan(prompt + 7, between - 7));
+  switching.select(quest);  // its pages last saw prompt + 4 keys
+  const auto quest_after_switches = decode(switching, all.subspan(prompt + between, steps));
+  switching.rewind(prompt);
+  switching.select(fier);
+  const auto fier_after_rewind = decode(switching, all.subspan(prompt, steps));
+
+  model::Model only_quest(test::device(), checkpoint, uint32_t(tokens.size()), chunk);
+  only_quest.select(quest);
+  only_quest.prefill(all.first(prompt));
+  decode(only_quest, all.subspan(prompt, between));
+  EXPECT_EQ(quest_after_switches, decode(only_quest, all.subspan(prompt + between, steps)));
+  model::Model only_fier(test::device(), checkpoint, uint32_t(tokens.size()), chunk);
+  only_fier.select(fier);
+  only_fier.prefill(all.first(prompt));
+  EXPECT_EQ(fier_after_rewind, decode(only_fier, all.subspan(prompt, steps)));
+}
+
 TEST_F(ModelRunTest, SelectionPlanRefusals) {
   TinyModel m{"plan_refusals"};
   const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, 1));

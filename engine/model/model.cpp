@@ -171,20 +171,15 @@ MethodSweep split_method_sweep(const std::vector<std::string>& names, const std:
   return sweep;
 }
 
-Model::RegimeMethods Model::build_regime(const std::string& name, uint32_t budget, Mode mode) const {
+Model::RegimeMethods Model::build_regime(const std::string& name, Mode mode) const {
+  refuse_outside_model_runs(find_method(name), "");
   RegimeMethods regime;
-  if (name.empty()) return regime;
-  const MethodSpec& spec = find_method(name);
-  const char* regime_name = mode_name(mode);
-  refuse_outside_model_runs(spec, "");
-  if (budget == 0) throw InputError(std::string("the ") + regime_name + " method " + name + " needs a budget above 0");
   const uint32_t max_queries = mode == Mode::decode ? 1 : chunk_;
   for (uint32_t l = 0; l < config_.layers; ++l) {
     const bool dense = std::find(plan_.dense_layers.begin(), plan_.dense_layers.end(), l) != plan_.dense_layers.end();
     regime.by_layer.push_back(dense ? nullptr : make_method(device_, *caches_[l], name, plan_.options, mode, max_queries));
   }
   regime.updated.assign(config_.layers, 0);
-  set_budget(regime, budget);
   return regime;
 }
 
@@ -201,25 +196,30 @@ void Model::select(const SelectionPlan& plan) {
   for (uint32_t l : plan.dense_layers)
     if (l >= config_.layers)
       throw InputError("--dense-layers: the model has layers 0 to " + std::to_string(config_.layers - 1) + ", not " + std::to_string(l));
-  // A method's objects do not depend on its budget: a plan that changes only
-  // budgets keeps them, their pipelines and their metadata (a budget sweep).
-  const bool same_methods = plan.dense_layers == plan_.dense_layers && plan.options.key() == plan_.options.key();
-  const SelectionPlan previous = plan_;
+  // A method's objects depend on its options and the dense layers, not on its
+  // budget: a sweep that comes back to a method, or passes through dense
+  // between methods, keeps their pipelines.
+  std::string setup = plan.options.key() + " dense layers";
+  for (uint32_t l : plan.dense_layers) setup += " " + std::to_string(l);
+  if (plan.any() && setup != built_setup_) {
+    built_.clear();
+    built_setup_ = setup;
+  }
   plan_ = plan;
-  auto regime = [&](RegimeMethods& current, const std::string& old_name, const std::string& name, uint32_t budget,
-                    Mode mode) {
-    if (!same_methods || name.empty() || name != old_name || budget == 0) return build_regime(name, budget, mode);
-    RegimeMethods kept = std::move(current);
-    set_budget(kept, budget);
-    return kept;
+  auto regime = [&](const std::string& name, uint32_t budget, Mode mode) -> RegimeMethods* {
+    if (name.empty()) return nullptr;
+    if (budget == 0) throw InputError(std::string("the ") + mode_name(mode) + " method " + name + " needs a budget above 0");
+    auto it = built_.find({name, mode});
+    if (it == built_.end()) it = built_.emplace(std::make_pair(name, mode), build_regime(name, mode)).first;
+    set_budget(it->second, budget);
+    return &it->second;
   };
   try {
-    decode_methods_ = regime(decode_methods_, previous.decode_method, plan.decode_method, plan.decode_budget, Mode::decode);
-    prefill_methods_ = regime(prefill_methods_, previous.prefill_method, plan.prefill_method, plan.prefill_budget, Mode::prefill);
+    decode_methods_ = regime(plan.decode_method, plan.decode_budget, Mode::decode);
+    prefill_methods_ = regime(plan.prefill_method, plan.prefill_budget, Mode::prefill);
   } catch (...) {
     plan_ = {};
-    decode_methods_ = {};
-    prefill_methods_ = {};
+    decode_methods_ = prefill_methods_ = nullptr;
     throw;
   }
 }
@@ -227,31 +227,31 @@ void Model::select(const SelectionPlan& plan) {
 void Model::rewind(uint32_t length) {
   if (length > length_) throw InputError("rewind to " + std::to_string(length) + ": the run holds " + std::to_string(length_) + " positions");
   length_ = length;
-  for (RegimeMethods* regime : {&decode_methods_, &prefill_methods_})
-    for (uint32_t& covered : regime->updated) covered = std::min(covered, length);
+  for (auto& [method_and_mode, regime] : built_)
+    for (uint32_t& covered : regime.updated) covered = std::min(covered, length);
 }
 
 const vk::Buffer& Model::record_attention(vk::Pass& pass, uint32_t layer, const Block& block) {
-  RegimeMethods& regime = block.mode == Mode::decode ? decode_methods_ : prefill_methods_;
-  Method* method = regime.by_layer.empty() ? nullptr : regime.by_layer[layer].get();
+  RegimeMethods* regime = block.mode == Mode::decode ? decode_methods_ : prefill_methods_;
+  Method* method = regime ? regime->by_layer[layer].get() : nullptr;
   const AttentionRequest dense{&queries_, block.n_queries, block.first_query};
   // Where the budget holds every candidate, the selection would be all of them.
-  if (!method || regime.budget >= block.candidates()) {
+  if (!method || regime->budget >= block.candidates()) {
     attention_.record(pass, *caches_[layer], dense, "attention");
     return attention_.output_buffer();
   }
   const GpuLayer& cache = *caches_[layer];
-  method->record_cache_update(pass, regime.updated[layer], length_ + block.n_queries);
-  regime.updated[layer] = length_ + block.n_queries;
+  method->record_cache_update(pass, regime->updated[layer], length_ + block.n_queries);
+  regime->updated[layer] = length_ + block.n_queries;
   BlockInputs inputs{&queries_, nullptr};
   if (method->needs_dense_lse()) {  // TOVA and the prefill oracle read dense probabilities
     attention_.record(pass, cache, dense, "attention");
     inputs.dense_lse = &attention_.log_sum_exp_buffer();
   }
-  const uint32_t width = method->list_width(regime.budget);
-  method->record(pass, block, inputs, regime.budget, *regime.list);
+  const uint32_t width = method->list_width(regime->budget);
+  method->record(pass, block, inputs, regime->budget, *regime->list);
   sparse_attention_.record(pass, cache,
-                           sparse_request(queries_, block, *regime.list, heads_per_row(cache.shape, method->granularity()), width),
+                           sparse_request(queries_, block, *regime->list, heads_per_row(cache.shape, method->granularity()), width),
                            "sparse_attention");
   return sparse_attention_.output_buffer();
 }

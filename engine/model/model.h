@@ -6,10 +6,12 @@
 // `chunk` tokens; a decode step is a chunk of one.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention.h"
@@ -57,7 +59,8 @@ class Model {
   // Positions filled so far: the next token goes there.
   uint32_t length() const { return length_; }
 
-  // Builds the plan's methods for every layer; an empty plan is dense
+  // Builds the plan's methods for every layer (or takes those an earlier plan
+  // built with the same options and dense layers); an empty plan is dense
   // everywhere. InputError for an unknown method, a zero budget, a layer the
   // model lacks, or a method a model run cannot feed (one that reads every
   // past query, or builds from the whole cache at once).
@@ -116,7 +119,7 @@ class Model {
     uint32_t budget = 0;
     std::unique_ptr<vk::Buffer> list;  // the selection, [rows, width], shared by the layers in turn
   };
-  RegimeMethods build_regime(const std::string& method, uint32_t budget, Mode mode) const;
+  RegimeMethods build_regime(const std::string& method, Mode mode) const;
   // Sets the regime's budget and grows its list to the widest layer's list_width.
   void set_budget(RegimeMethods& regime, uint32_t budget) const;
 
@@ -137,7 +140,12 @@ class Model {
   std::vector<std::unique_ptr<vk::Buffer>> kept_queries_;  // by layer; null where not kept
   Attention attention_, sparse_attention_;
   SelectionPlan plan_;
-  RegimeMethods decode_methods_, prefill_methods_;
+  // Every regime built for the options and dense layers of built_setup_, by
+  // method and mode; the plan's two point into it (null: dense).
+  std::map<std::pair<std::string, Mode>, RegimeMethods> built_;
+  std::string built_setup_;
+  RegimeMethods* decode_methods_ = nullptr;
+  RegimeMethods* prefill_methods_ = nullptr;
   vk::Buffer tokens_, x_, normed_, q_, k_, v_, queries_, gate_, up_, logits_, chosen_;
   std::vector<vk::StageTime> stage_times_;
 };
