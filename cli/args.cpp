@@ -1,6 +1,7 @@
 #include "args.h"
 
 #include <charconv>
+#include <sstream>
 
 #include "error.h"
 
@@ -71,6 +72,14 @@ uint32_t Args::count(const std::string& name, uint32_t fallback, uint32_t min, u
 uint32_t Args::required_count(const std::string& name, uint32_t min, uint32_t max) const {
   required(name);
   return count(name, 0, min, max);
+}
+
+std::vector<std::string> Args::texts(const std::string& name, const std::string& fallback) const {
+  std::vector<std::string> items;
+  std::stringstream list(text(name, fallback));
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
 }
 
 std::vector<uint32_t> Args::counts(const std::string& name) const {

@@ -22,6 +22,8 @@ class Args {
   uint32_t count(const std::string& name, uint32_t fallback, uint32_t min = 0, uint32_t max = UINT32_MAX) const;
   uint32_t required_count(const std::string& name, uint32_t min, uint32_t max) const;
   std::vector<uint32_t> counts(const std::string& name) const;  // comma-separated
+  // A comma-separated list of words (empty items dropped).
+  std::vector<std::string> texts(const std::string& name, const std::string& fallback) const;
   std::vector<std::string> positional() const { return positional_; }
 
  private:

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "error.h"
 #include "files.h"
+#include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/prompt_capture.h"
@@ -67,8 +68,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   require_output_folder(out);
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
   const model::ModelConfig& config = checkpoint.config();
-  const auto tokenizer = model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path), config.vocab);
+  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
   const std::vector<uint32_t> layers = parse_layers(args.text("layers", "all"), config.layers);
 
   // The prompt, and where its needle lies (in bytes), if it has one.

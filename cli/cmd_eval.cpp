@@ -35,18 +35,6 @@ const char* const kEvalHelp =
 
 namespace {
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    if (end > begin) parts.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return parts;
-}
-
 bool is_attention_stage(const std::string& stage) { return stage.rfind("sparse_attention", 0) == 0 || stage.rfind("dense", 0) == 0; }
 
 // GPU ms of the method's own stages (selection) and of attention over its set.
@@ -108,28 +96,6 @@ class ProgressBar {
 
 }  // namespace
 
-namespace {
-
-// --budgets: key counts, or percentages of the capture's length ("3%"),
-// rounded to the nearest key and at least 1.
-std::vector<uint32_t> parse_budgets(const std::string& text, uint32_t tokens, const std::string& command) {
-  std::vector<uint32_t> budgets;
-  for (const std::string& item : split(text)) {
-    const bool percent = !item.empty() && item.back() == '%';
-    const std::string number = percent ? item.substr(0, item.size() - 1) : item;
-    char* end = nullptr;
-    const double value = std::strtod(number.c_str(), &end);
-    if (number.empty() || *end || !(value > 0) || (!percent && value != std::floor(value)) || (percent && value > 100) ||
-        value > double(1u << 30))
-      throw InputError(command + ": --budgets takes positive key counts or percentages of T (3%), not '" + item + "'");
-    budgets.push_back(percent ? std::max<uint32_t>(1, uint32_t(std::lround(value / 100.0 * tokens))) : uint32_t(value));
-  }
-  if (budgets.empty()) throw InputError(command + ": --budgets is empty");
-  return budgets;
-}
-
-}  // namespace
-
 int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values = method_value_options();
   values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
@@ -141,14 +107,15 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   config.probes = args.count("probes", 64, 1);
   config.chunk = args.count("chunk", 128, 1, 4096);
   config.last_chunks = args.count("chunks", 0);
-  config.methods = split(args.text("methods", "dense,oracle,quoka,quest,fier,streaming"));
+  config.methods = args.texts("methods", "dense,oracle,quoka,quest,fier,streaming");
   for (const std::string& m : config.methods)
     if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
-  const std::string budget_text = args.text("budgets", "1%,3%,6%,12%");
+  const std::vector<std::string> budget_texts = args.texts("budgets", "1%,3%,6%,12%");
+  if (budget_texts.empty()) throw InputError("eval: --budgets is empty");
 
   Capture capture(args.required("capture"));
   require_finite(capture, global.allow_nonfinite);
-  config.budgets = parse_budgets(budget_text, capture.tokens(), "eval");
+  for (const std::string& b : budget_texts) config.budgets.push_back(parse_budget(b, capture.tokens(), "eval: --budgets"));
   std::vector<const CaptureLayer*> layers;
   const std::string layer_list = args.text("layers", "all");
   if (layer_list == "all") {

@@ -14,6 +14,7 @@
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/model.h"
+#include "model/prompts.h"
 #include "model/tokenizer.h"
 #include "random.h"
 #include "safetensors.h"
@@ -108,11 +109,8 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
 
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
   const model::ModelConfig& config = checkpoint.config();
-  const auto tokenizer = model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path), config.vocab);
-  std::vector<int32_t> tokens;
-  if (config.bos_token >= 0) tokens.push_back(config.bos_token);
-  for (int32_t t : tokenizer->encode(prompt)) tokens.push_back(t);
+  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
+  const std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, config, prompt);
   if (tokens.empty()) throw InputError("generate: an empty prompt needs a model with a BOS token");
   model::check_sequence_length(config, uint64_t(tokens.size()) + steps);
 

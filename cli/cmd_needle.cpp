@@ -10,7 +10,6 @@
 #include "error.h"
 #include "files.h"
 #include "method_args.h"
-#include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/needle.h"
@@ -63,14 +62,6 @@ std::vector<double> parse_depths(const std::string& text) {
   return depths;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
 void progress(size_t done, size_t total, std::chrono::steady_clock::time_point start) {
   if (!isatty(STDERR_FILENO)) return;
   const int width = 30, filled = int(width * done / std::max<size_t>(total, 1));
@@ -84,10 +75,9 @@ void progress(size_t done, size_t total, std::chrono::steady_clock::time_point s
 }  // namespace
 
 int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model",  "tokenizer", "task",       "lengths",        "depths",
-                               "samples", "methods",  "budgets",    "regime",         "prefill-budget",
-                               "dense-layers", "haystack-file", "chunk", "seed", "json", "csv", "plot"};
-  for (const OptionSpec& o : option_table()) values.insert(o.flag);
+  std::set<std::string> values{"model",  "tokenizer",     "task",  "lengths", "depths", "samples", "regime",
+                               "prefill-budget", "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
+  values.merge(sweep_value_options());
   Args args("needle", argv, values, {});
   if (!args.positional().empty()) throw InputError("needle: unexpected argument '" + args.positional()[0] + "'");
   const std::filesystem::path model_path = args.required("model");
@@ -100,23 +90,19 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
     if (l < 64 || l > (1u << 20)) throw InputError("needle: --lengths must be between 64 and 1048576 tokens");
   config.depths = parse_depths(args.text("depths", "0.1,0.3,0.5,0.7,0.9"));
   config.samples = args.count("samples", 1, 1, 1000);
-  config.methods = split_list(args.text("methods", "dense,quest,fier,streaming"));
-  if (config.methods.empty()) throw InputError("needle: --methods is empty");
-  config.budgets = args.has("budgets") ? args.counts("budgets") : std::vector<uint32_t>{64, 256, 1024};
-  for (uint32_t b : config.budgets)
-    if (b == 0) throw InputError("needle: budgets must be positive");
+  const MethodSweepArgs sweep = parse_method_sweep(args, "needle", "dense,quest,fier,streaming", {64, 256, 1024});
+  config.methods = sweep.methods;
+  config.budgets = sweep.budgets;
+  config.dense_layers = sweep.dense_layers;
+  config.options = sweep.options;
   const std::string regime = args.text("regime", "decode");
   if (regime == "decode") config.regimes = {model::NeedleRegime::decode};
   else if (regime == "prefill") config.regimes = {model::NeedleRegime::prefill};
   else if (regime == "both") config.regimes = {model::NeedleRegime::both};
   else throw InputError("needle: --regime is decode, prefill or both, not '" + regime + "'");
   config.prefill_budget = args.count("prefill-budget", 0, 1);
-  if (args.has("dense-layers")) config.dense_layers = args.counts("dense-layers");
   config.chunk = args.count("chunk", 128, 1, 4096);
   config.seed = args.count("seed", 0);
-  config.options = parse_method_options(args);
-  for (const std::string& m : config.methods)
-    if (m != "dense") find_method(m);  // an unknown name, with the list
   if (config.task == model::NeedleTask::kv)
     config.haystack = model::read_text_file(args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK));
   const std::string json_path = args.text("json", ""), csv_path = args.text("csv", ""), plot_path = args.text("plot", "");
@@ -124,9 +110,7 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
     if (!path.empty()) require_output_folder(path);
 
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
-  const auto tokenizer = model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path),
-      checkpoint.config().vocab);
+  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
   vk::Device device(global.device);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<model::NeedleResult> results = model::run_needle(

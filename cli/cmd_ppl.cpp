@@ -3,17 +3,16 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "args.h"
 #include "commands.h"
 #include "error.h"
 #include "files.h"
 #include "method_args.h"
-#include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/perplexity.h"
+#include "model/prompts.h"
 #include "model/tokenizer.h"
 #include "validation.h"
 
@@ -32,44 +31,32 @@ const char* const kPplHelp =
     "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n";
 
 int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "methods", "budgets",
-                               "regime", "chunk", "dense-layers", "json"};
-  for (const OptionSpec& o : option_table()) values.insert(o.flag);
+  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "regime", "chunk", "json"};
+  values.merge(sweep_value_options());
   Args args("ppl", argv, values, {});
   if (!args.positional().empty()) throw InputError("ppl: unexpected argument '" + args.positional()[0] + "'");
   const std::filesystem::path model_path = args.required("model");
   model::PerplexityConfig config;
   const uint32_t length = args.count("length", 4096, 16, 1u << 20);
   config.scored = args.count("scored", 512, 1, 1u << 20);
-  std::stringstream list(args.text("methods", "dense,quest,fier,streaming"));
-  for (std::string m; std::getline(list, m, ',');)
-    if (!m.empty()) {
-      if (m != "dense") find_method(m);
-      config.methods.push_back(m);
-    }
-  if (config.methods.empty()) throw InputError("ppl: --methods is empty");
-  config.budgets = args.has("budgets") ? args.counts("budgets") : std::vector<uint32_t>{64, 256, 1024};
-  for (uint32_t b : config.budgets)
-    if (b == 0) throw InputError("ppl: budgets must be positive");
+  const MethodSweepArgs sweep = parse_method_sweep(args, "ppl", "dense,quest,fier,streaming", {64, 256, 1024});
+  config.methods = sweep.methods;
+  config.budgets = sweep.budgets;
+  config.dense_layers = sweep.dense_layers;
+  config.options = sweep.options;
   const std::string regime = args.text("regime", "decode");
   if (regime != "decode" && regime != "prefill" && regime != "both")
     throw InputError("ppl: --regime is decode, prefill or both, not '" + regime + "'");
   config.decode = regime != "prefill";
   config.prefill = regime != "decode";
   config.chunk = args.count("chunk", 128, 1, 4096);
-  if (args.has("dense-layers")) config.dense_layers = args.counts("dense-layers");
-  config.options = parse_method_options(args);
   const std::string text_path = args.text("text-file", KVSCOPE_DEFAULT_HAYSTACK), json_path = args.text("json", "");
   if (!json_path.empty()) require_output_folder(json_path);
   const std::string text = model::read_text_file(text_path);
 
   const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
-  const auto tokenizer = model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path),
-      checkpoint.config().vocab);
-  std::vector<int32_t> tokens;
-  if (checkpoint.config().bos_token >= 0) tokens.push_back(checkpoint.config().bos_token);
-  for (int32_t t : tokenizer->encode(text)) tokens.push_back(t);
+  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
+  std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, checkpoint.config(), text);
   if (tokens.size() < length)
     throw InputError("ppl: " + text_path + " holds " + std::to_string(tokens.size()) + " tokens, fewer than --length " + std::to_string(length));
   tokens.resize(length);

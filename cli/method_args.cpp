@@ -58,6 +58,34 @@ model::SelectionPlan parse_selection_plan(const Args& args, const std::string& c
   return plan;
 }
 
+std::set<std::string> sweep_value_options() {
+  std::set<std::string> options{"methods", "budgets", "dense-layers"};
+  for (const OptionSpec& o : option_table()) options.insert(o.flag);
+  return options;
+}
+
+MethodSweepArgs parse_method_sweep(const Args& args, const std::string& command, const std::string& default_methods,
+                                   const std::vector<uint32_t>& default_budgets) {
+  MethodSweepArgs sweep;
+  sweep.methods = args.texts("methods", default_methods);
+  if (sweep.methods.empty()) throw InputError(command + ": --methods is empty");
+  for (const std::string& m : sweep.methods)
+    if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
+  sweep.budgets = args.has("budgets") ? args.counts("budgets") : default_budgets;
+  for (uint32_t b : sweep.budgets)
+    if (b == 0) throw InputError(command + ": budgets must be positive");
+  if (args.has("dense-layers")) sweep.dense_layers = args.counts("dense-layers");
+  sweep.options = parse_method_options(args);
+  return sweep;
+}
+
+std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
+                                                       const model::Checkpoint& checkpoint) {
+  return model::open_tokenizer(
+      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path),
+      checkpoint.config().vocab);
+}
+
 nlohmann::json method_options_json(const std::vector<std::string>& methods, const MethodOptions& options) {
   nlohmann::json j = nlohmann::json::object();
   for (const std::string& name : methods)

@@ -5,7 +5,9 @@
 
 #include "args.h"
 #include "method.h"
+#include "model/files.h"
 #include "model/model.h"
+#include "model/tokenizer.h"
 
 namespace kv::cli {
 
@@ -23,6 +25,22 @@ Mode parse_mode(const Args& args, const std::string& command);
 std::set<std::string> model_method_options();
 model::SelectionPlan parse_selection_plan(const Args& args, const std::string& command);
 extern const char* const kModelMethodsHelp;
+// The sweeps with a model (needle, ppl, decode-speed): --methods (dense and
+// method names), --budgets (key counts), --dense-layers and every method option.
+struct MethodSweepArgs {
+  std::vector<std::string> methods;
+  std::vector<uint32_t> budgets;
+  std::vector<uint32_t> dense_layers;
+  MethodOptions options;
+};
+std::set<std::string> sweep_value_options();
+MethodSweepArgs parse_method_sweep(const Args& args, const std::string& command, const std::string& default_methods,
+                                   const std::vector<uint32_t>& default_budgets);
+
+// --tokenizer PATH, or the model's own (model::default_tokenizer).
+std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
+                                                       const model::Checkpoint& checkpoint);
+
 // The plan as --json reports it: each regime's method and budget, the dense
 // layers, and the options the named methods read.
 nlohmann::json selection_json(const model::SelectionPlan& plan);

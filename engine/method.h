@@ -35,6 +35,11 @@ struct MethodOptions {
   std::string key() const;
 };
 
+// A budget as users write it: a key count ("256") or a percentage of the
+// `tokens` keys ("3%", to the nearest key, at least 1). InputError, naming
+// `option`, for anything else.
+uint32_t parse_budget(const std::string& text, uint32_t tokens, const std::string& option);
+
 // What every method reads for a block, on the device.
 struct BlockInputs {
   const vk::Buffer* queries = nullptr;    // [H, n, d], storage dtype

@@ -8,7 +8,6 @@
 #include <backends/imgui_impl_vulkan.h>
 #include <stb_image_write.h>
 
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,18 +86,6 @@ int parse_int(const std::string& option, const char* text) {
 
 }  // namespace
 
-// --budget: a key count, or a percentage of the capture's length ("3%").
-int budget_of(const std::string& text, uint32_t tokens) {
-  const bool percent = !text.empty() && text.back() == '%';
-  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
-  char* end = nullptr;
-  const double value = std::strtod(number.c_str(), &end);
-  if (number.empty() || *end || !(value > 0) || (percent && value > 100) || (!percent && value != std::floor(value)) ||
-      value > 1e9)
-    throw kv::InputError("--budget takes a positive key count or a percentage of T (3%), not '" + text + "'");
-  return percent ? std::max(1, int(std::lround(value / 100.0 * tokens))) : int(value);
-}
-
 int main(int argc, char** argv) {
   try {
     kv::viewer::ViewState state;
@@ -146,7 +133,7 @@ int main(int argc, char** argv) {
     kv::find_method(state.method);  // refuses an unknown one, listing the known
 
     auto capture = std::make_unique<kv::Capture>(capture_path);
-    state.budget = budget_of(budget_text, capture->tokens());
+    state.budget = int(kv::parse_budget(budget_text, capture->tokens(), "--budget"));
     kv::require_finite(*capture, state.allow_nonfinite);
     if (!layer_given) state.layer = capture->layers().front().index;
     capture->layer(state.layer);  // refuses a missing layer now, with the one-line error

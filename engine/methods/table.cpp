@@ -218,6 +218,17 @@ std::string MethodOptions::key() const {
   return key;
 }
 
+uint32_t parse_budget(const std::string& text, uint32_t tokens, const std::string& option) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  if (number.empty() || *end || !(value > 0) || (percent && value > 100) || (!percent && value != std::floor(value)) ||
+      value > double(1u << 30))
+    throw InputError(option + " takes a positive key count or a percentage of T (3%), not '" + text + "'");
+  return percent ? std::max<uint32_t>(1, uint32_t(std::lround(value / 100.0 * tokens))) : uint32_t(value);
+}
+
 const std::vector<MethodSpec>& method_table() { return kMethods; }
 
 bool is_method(const std::string& name) {

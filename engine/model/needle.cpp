@@ -26,10 +26,7 @@ struct Prompt {
 };
 
 Prompt tokenized(const RetrievalPrompt& p, const Tokenizer& tokenizer, const ModelConfig& model) {
-  Prompt prompt{{}, p.answer};
-  if (model.bos_token >= 0) prompt.tokens.push_back(model.bos_token);
-  for (int32_t t : tokenizer.encode(p.text)) prompt.tokens.push_back(t);
-  return prompt;
+  return {prompt_tokens(tokenizer, model, p.text), p.answer};
 }
 
 // The answer generated greedily from `first` (the choice after the prompt):

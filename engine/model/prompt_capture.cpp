@@ -8,10 +8,9 @@ PromptCapture capture_prompt(const vk::Device& device, const Checkpoint& checkpo
                              const RetrievalPrompt& prompt, bool has_needle, const std::vector<uint32_t>& layers,
                              uint32_t chunk, const SelectionPlan& plan) {
   const ModelConfig& config = checkpoint.config();
-  std::vector<int32_t> tokens;
-  if (config.bos_token >= 0) tokens.push_back(config.bos_token);
-  const std::vector<int32_t> text_tokens = tokenizer.encode(prompt.text);
-  tokens.insert(tokens.end(), text_tokens.begin(), text_tokens.end());
+  const std::vector<int32_t> tokens = prompt_tokens(tokenizer, config, prompt.text);
+  const uint32_t offset = config.bos_token >= 0 ? 1 : 0;  // the BOS
+  const std::vector<int32_t> text_tokens(tokens.begin() + offset, tokens.end());
   if (tokens.size() < 2) throw InputError("capture: the prompt needs at least one token after the BOS");
   check_sequence_length(config, tokens.size());
 
@@ -24,12 +23,11 @@ PromptCapture capture_prompt(const vk::Device& device, const Checkpoint& checkpo
   CaptureData& data = out.data;
   // Token text: the BOS's own text, then what each token adds to the prompt.
   const std::vector<std::string> rest = token_pieces(tokenizer, text_tokens, config.bos_token);
-  if (config.bos_token >= 0) data.token_text.push_back(tokenizer.decode(-1, tokens.front()));
+  if (offset) data.token_text.push_back(tokenizer.decode(-1, tokens.front()));
   data.token_text.insert(data.token_text.end(), rest.begin(), rest.end());
   data.token_ids = tokens;
   if (has_needle) {
     const auto [first, end] = token_span(rest, prompt.needle_first, prompt.needle_end);
-    const uint32_t offset = config.bos_token >= 0 ? 1 : 0;
     data.needle_span = std::make_pair(first + offset, end + offset);
   }
   const DType dtype = checkpoint.matrix_dtype();

@@ -32,6 +32,14 @@ RetrievalPrompt build_passkey(uint32_t fillers, double depth, uint32_t passkey) 
 
 }  // namespace
 
+std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const ModelConfig& model, std::string_view text) {
+  std::vector<int32_t> tokens;
+  if (model.bos_token >= 0) tokens.push_back(model.bos_token);
+  const std::vector<int32_t> text_tokens = tokenizer.encode(text);
+  tokens.insert(tokens.end(), text_tokens.begin(), text_tokens.end());
+  return tokens;
+}
+
 RetrievalPrompt passkey_prompt(const Tokenizer& tokenizer, uint32_t tokens, double depth, uint32_t passkey) {
   if (!(depth >= 0 && depth <= 1)) throw InputError("the depth must be in [0, 1]");
   auto length = [&](uint32_t fillers) { return tokenizer.encode(build_passkey(fillers, depth, passkey).text).size() + 1; };

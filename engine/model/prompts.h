@@ -4,9 +4,11 @@
 // generation see the same words.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "model/config.h"
 #include "model/tokenizer.h"
 
 namespace kv::model {
@@ -16,6 +18,9 @@ struct RetrievalPrompt {
   std::string answer;              // what a model that found the needle says next
   size_t needle_first = 0, needle_end = 0;  // the needle's characters in text
 };
+
+// What the model reads for `text`: its BOS where it has one, then the text's tokens.
+std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const ModelConfig& model, std::string_view text);
 
 // Quest's and Fier's passkey prompt: an introduction, filler sentences with the
 // passkey sentence at `depth` (0..1) of them, and the question; as many fillers
