@@ -2,8 +2,8 @@
 # With the model in the loop, on the GPU machine (README "With the model in the
 # loop"): kvscope needle (passkey and key-value, decode and prefill regimes) and
 # kvscope ppl with llama-debian-27m, then generate's speed with each method
-# beside tools/bench_hf.py; everything into $OUT/loop.tgz. LOOP_PARTS=speed
-# runs only the speed part.
+# and decode-speed's steady decode, beside tools/bench_hf.py; everything into
+# $OUT/loop.tgz. LOOP_PARTS picks parts (default "needle ppl speed decode").
 set -u
 . tools/dev/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -11,8 +11,10 @@ M=/tmp/m27
 [ -f $M/model.safetensors ] || { mkdir -p $M; cat .m1/part .m2/part > $M/model.safetensors; cp .m2/*.json $M/; }
 R=/tmp/loop; mkdir -p $R
 K="$B/kvscope"
+parts=" ${LOOP_PARTS:-needle ppl speed decode} "
+part() { [[ $parts == *" $1 "* ]]; }
 common="--model $M --lengths 2048,8192,16384 --depths 0.1,0.3,0.5,0.7,0.9 --methods dense,quest,fier,streaming,quoka,tova,sparq"
-[ "${LOOP_PARTS:-all}" = speed ] || for task in passkey kv; do
+part needle && for task in passkey kv; do
   for regime in decode prefill; do
     start=$(date +%s)
     $K needle $common --task $task --budgets 32,64,128,256,1024 --regime $regime --json $R/needle_${task}_$regime.json \
@@ -21,7 +23,7 @@ common="--model $M --lengths 2048,8192,16384 --depths 0.1,0.3,0.5,0.7,0.9 --meth
     echo "needle $task $regime: $(( $(date +%s) - start )) s, rc $rc"
   done
 done
-[ "${LOOP_PARTS:-all}" = speed ] || {
+part ppl && {
 start=$(date +%s)
 $K ppl --model $M --length 8192 --scored 512 --methods dense,quest,fier,streaming,quoka,tova,sparq --budgets 64,256,1024 \
   --regime both --json $R/ppl.json > $R/ppl.txt 2>&1
@@ -41,7 +43,7 @@ speed() {  # name, then generate's flags
   for rep in 1 2; do $K generate --model $M --steps 64 --json $R/speed_$name.json "$@" > $R/speed_$name.txt 2>/dev/null; done
   python3 -c "import json;j=json.load(open('$R/speed_$name.json'));p=j['gpu_ms_by_part'];t=sum(p.values());print('%-24s ttft %8.1f ms decode %6.3f ms/tok attention %4.1f%% selection %4.1f%% of GPU time'%('$name',j['time_to_first_token_ms'],j['decode_ms_per_token'],100*p['attention']/t,100*p['selection']/t))"
 }
-for L in 4096 16000; do
+part speed && for L in 4096 16000; do
   speed dense_$L --prompt-file $R/p$L.txt
   speed quoka1024_$L --prompt-file $R/p$L.txt --prefill-method quoka --prefill-budget 1024
   speed quoka2048_$L --prompt-file $R/p$L.txt --prefill-method quoka --prefill-budget 2048
@@ -49,6 +51,11 @@ for L in 4096 16000; do
     speed quest${b}_$L --prompt-file $R/p$L.txt --method quest --budget $b
     speed fier${b}_$L --prompt-file $R/p$L.txt --method fier --budget $b
   done
+done
+part decode && for L in 4096 16000; do
+  $K decode-speed --model $M --prompt-file $R/p$L.txt --steps 64 --rounds 3 --methods dense,quest,fier \
+    --budgets 256,1024,2048 --json $R/decode_speed_$L.json > $R/decode_speed_$L.txt 2>&1
+  cat $R/decode_speed_$L.txt
 done
 timeout 150 python3 tools/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $R/bench_hf.jsonl
 tar -C $R -czf "$OUT/loop.tgz" --exclude='p[0-9]*.txt' .
