@@ -33,7 +33,7 @@ int run_generate(const GlobalOptions&, const std::vector<std::string>&);
 int run_capture(const GlobalOptions&, const std::vector<std::string>&);
 int run_needle(const GlobalOptions&, const std::vector<std::string>&);
 int run_ppl(const GlobalOptions&, const std::vector<std::string>&);
-int run_decode_speed(const GlobalOptions&, const std::vector<std::string>&);
+int run_speed(const GlobalOptions&, const std::vector<std::string>&);
 
 extern const char* const kDevicesHelp;
 extern const char* const kInfoHelp;
@@ -46,7 +46,7 @@ extern const char* const kInspectHelp;
 extern const char* const kGenerateHelp;
 extern const char* const kCaptureHelp;
 extern const char* const kNeedleHelp;
-extern const char* const kDecodeSpeedHelp;
+extern const char* const kSpeedHelp;
 extern const char* const kPplHelp;
 
 }  // namespace kv::cli

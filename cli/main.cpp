@@ -35,8 +35,8 @@ const Command kCommands[] = {
      kv::cli::run_needle, true},
     {"ppl", "perplexity of a text with each method inside a model, decode or prefill", kv::cli::kPplHelp, kv::cli::run_ppl,
      true},
-    {"decode-speed", "decode ms/token with each method inside a model, after one dense prefill", kv::cli::kDecodeSpeedHelp,
-     kv::cli::run_decode_speed, true},
+    {"speed", "end-to-end decode ms/token or time to first token with each method inside a model", kv::cli::kSpeedHelp,
+     kv::cli::run_speed, true},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
      kv::cli::run_inspect, true},
 };
@@ -45,7 +45,7 @@ void print_usage(FILE* out) {
   std::fprintf(out,
                "usage: kvscope [--device N|NAME] [--verbose] [--debug|--debug-sync] [--allow-nonfinite] COMMAND [options]\n\n"
                "Query-aware KV-cache selection and sparse attention on any Vulkan GPU.\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-13s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
   std::fprintf(out,
                "\nglobal options:\n"
                "  --device N|NAME  device index or name substring (default: discrete GPU, else integrated, else CPU)\n"

@@ -25,7 +25,7 @@ Mode parse_mode(const Args& args, const std::string& command);
 std::set<std::string> model_method_options();
 model::SelectionPlan parse_selection_plan(const Args& args, const std::string& command);
 extern const char* const kModelMethodsHelp;
-// The sweeps with a model (needle, ppl, decode-speed): --methods (dense and
+// The sweeps with a model (needle, ppl, speed): --methods (dense and
 // method names), --budgets (key counts), --dense-layers and every method option.
 struct MethodSweepArgs {
   std::vector<std::string> methods;

@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval bench inspect generate capture needle ppl decode-speed; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench inspect generate capture needle ppl speed; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1
@@ -99,15 +99,20 @@ grep -q '"perplexity"' "$work/p.json" && [ "$(grep -c '"regime"' "$work/p.json")
   { echo "FAIL: ppl's JSON lacks a run"; failures=$((failures + 1)); }
 # A method really in the loop changes what the model says: StreamingLLM at 16
 # keys loses the passkey that dense finds.
-expect 0 "decode-speed with dense and streaming" -- "$kvscope" --debug-sync decode-speed --model "$debian5m" --length 300 \
+expect 0 "speed in decode with dense and streaming" -- "$kvscope" --debug-sync speed --model "$debian5m" --length 300 \
   --steps 4 --rounds 2 --methods dense,streaming --budgets 16 --json "$work/d.json"
 [ "$(grep -c '"ms_per_token"' "$work/d.json")" = 2 ] && grep -q '"continuation": " 61538' "$work/d.json" &&
   [ "$(grep -c '"continuation": " 61538' "$work/d.json")" = 1 ] ||
-  { echo "FAIL: decode-speed's JSON: two runs, dense answering the passkey and streaming at 16 keys not"; failures=$((failures + 1)); }
-expect 2 "decode-speed with a prompt file and a length" -- "$kvscope" decode-speed --model "$debian5m" --prompt-file "$0" --length 300
-expect 2 "decode-speed with no rounds" -- "$kvscope" decode-speed --model "$debian5m" --rounds 0
-expect 2 "decode-speed with a method a model run cannot feed" -- "$kvscope" decode-speed --model "$debian5m" --methods snapkv
-expect 2 "decode-speed with a refused --json" -- "$kvscope" decode-speed --model "$debian5m" --length 300 --json "$work/no/such/dir/d.json"
+  { echo "FAIL: speed's decode JSON: two runs, dense answering the passkey and streaming at 16 keys not"; failures=$((failures + 1)); }
+expect 0 "speed in prefill with dense and quoka" -- "$kvscope" --debug-sync speed --model "$debian5m" --length 300 --regime prefill \
+  --steps 5 --rounds 1 --methods dense,quoka --budgets 32 --chunk 64 --json "$work/f.json"
+[ "$(grep -c '"time_to_first_token_ms"' "$work/f.json")" = 2 ] && [ "$(grep -c '"continuation": " 61538' "$work/f.json")" = 2 ] ||
+  { echo "FAIL: speed's prefill JSON: two runs, both answering the passkey"; failures=$((failures + 1)); }
+expect 2 "speed with a prompt file and a length" -- "$kvscope" speed --model "$debian5m" --prompt-file "$0" --length 300
+expect 2 "speed with no rounds" -- "$kvscope" speed --model "$debian5m" --rounds 0
+expect 2 "speed with an unknown regime" -- "$kvscope" speed --model "$debian5m" --regime both
+expect 2 "speed with a method a model run cannot feed" -- "$kvscope" speed --model "$debian5m" --methods snapkv
+expect 2 "speed with a refused --json" -- "$kvscope" speed --model "$debian5m" --length 300 --json "$work/no/such/dir/d.json"
 expect 2 "ppl scoring more tokens than the text has" -- "$kvscope" ppl --model "$debian5m" --length 100 --scored 200
 expect 2 "ppl with a text shorter than the length" -- "$kvscope" ppl --model "$debian5m" --length 100000
 expect 2 "needle with an unknown task" -- "$kvscope" needle --model "$debian5m" --task riddle

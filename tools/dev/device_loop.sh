@@ -2,8 +2,9 @@
 # With the model in the loop, on the GPU machine (README "With the model in the
 # loop"): kvscope needle (passkey and key-value, decode and prefill regimes) and
 # kvscope ppl with llama-debian-27m, then generate's speed with each method
-# and decode-speed's steady decode, beside tools/bench_hf.py; everything into
-# $OUT/loop.tgz. LOOP_PARTS picks parts (default "needle ppl speed decode").
+# and kvscope speed's interleaved runs in both regimes, beside
+# tools/bench_hf.py; everything into $OUT/loop.tgz. LOOP_PARTS picks parts
+# (default "needle ppl speed interleaved").
 set -u
 . tools/dev/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -11,7 +12,7 @@ M=/tmp/m27
 [ -f $M/model.safetensors ] || { mkdir -p $M; cat .m1/part .m2/part > $M/model.safetensors; cp .m2/*.json $M/; }
 R=/tmp/loop; mkdir -p $R
 K="$B/kvscope"
-parts=" ${LOOP_PARTS:-needle ppl speed decode} "
+parts=" ${LOOP_PARTS:-needle ppl speed interleaved} "
 part() { [[ $parts == *" $1 "* ]]; }
 common="--model $M --lengths 2048,8192,16384 --depths 0.1,0.3,0.5,0.7,0.9 --methods dense,quest,fier,streaming,quoka,tova,sparq"
 part needle && for task in passkey kv; do
@@ -52,10 +53,12 @@ part speed && for L in 4096 16000; do
     speed fier${b}_$L --prompt-file $R/p$L.txt --method fier --budget $b
   done
 done
-part decode && for L in 4096 16000; do
-  $K decode-speed --model $M --prompt-file $R/p$L.txt --steps 64 --rounds 3 --methods dense,quest,fier \
-    --budgets 256,1024,2048 --json $R/decode_speed_$L.json > $R/decode_speed_$L.txt 2>&1
-  cat $R/decode_speed_$L.txt
+part interleaved && for L in 4096 16000; do
+  $K speed --model $M --prompt-file $R/p$L.txt --steps 64 --rounds 3 --methods dense,quest,fier \
+    --budgets 256,1024,2048 --json $R/decode_$L.json > $R/decode_$L.txt 2>&1
+  $K speed --model $M --prompt-file $R/p$L.txt --regime prefill --steps 8 --rounds 5 --methods dense,quoka \
+    --budgets 1024,2048 --json $R/prefill_$L.json > $R/prefill_$L.txt 2>&1
+  cat $R/decode_$L.txt $R/prefill_$L.txt
 done
 timeout 150 python3 tools/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $R/bench_hf.jsonl
 tar -C $R -czf "$OUT/loop.tgz" --exclude='p[0-9]*.txt' .

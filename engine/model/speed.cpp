@@ -1,0 +1,109 @@
+#include "model/speed.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "error.h"
+#include "model/model.h"
+
+namespace kv::model {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
+
+std::map<std::string, double> gpu_ms_by_part(const Model& model) {
+  std::map<std::string, double> parts{{"model", 0.0}, {"attention", 0.0}, {"selection", 0.0}};
+  for (const vk::StageTime& t : model.stage_times()) parts[Model::stage_part(t.stage)] += t.milliseconds;
+  return parts;
+}
+
+}  // namespace
+
+double SpeedResult::median_ms() const {
+  if (ms_by_round.empty()) return 0;
+  std::vector<double> sorted = ms_by_round;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const std::vector<int32_t>& prompt,
+                   const SpeedConfig& c, const std::function<void(size_t, size_t)>& progress) {
+  if (prompt.empty()) throw InputError("speed: the prompt is empty");
+  if (c.steps == 0 || c.rounds == 0) throw InputError("speed: give at least one step and one round");
+  const MethodSweep sweep = split_method_sweep(c.methods, "speed");
+  if (!sweep.methods.empty() && c.budgets.empty()) throw InputError("speed: methods other than dense need --budgets");
+  const uint32_t prompt_length = uint32_t(prompt.size());
+  check_sequence_length(checkpoint.config(), uint64_t(prompt_length) + c.steps + 1);
+  Model model(device, checkpoint, prompt_length + c.steps + 1, c.chunk);
+
+  SpeedRun run;
+  run.prompt_tokens = prompt_length;
+  std::vector<SelectionPlan> plans;
+  if (sweep.dense) {
+    plans.push_back({});
+    run.results.push_back({"dense"});
+  }
+  for (const std::string& m : sweep.methods)
+    for (uint32_t budget : c.budgets) {
+      SelectionPlan plan{.options = c.options, .dense_layers = c.dense_layers};
+      (c.regime == Mode::decode ? plan.decode_method : plan.prefill_method) = m;
+      (c.regime == Mode::decode ? plan.decode_budget : plan.prefill_budget) = budget;
+      plans.push_back(plan);
+      run.results.push_back({m, budget});
+    }
+  const bool decode = c.regime == Mode::decode;
+  const size_t total = (decode ? 1 : 0) + plans.size() * c.rounds;
+  size_t done = 0;
+
+  int32_t first = 0;  // decode: the token the dense prefill chose
+  if (decode) {
+    const Clock::time_point start = Clock::now();
+    model.prefill(prompt);
+    first = model.greedy();
+    run.prefill_ms = ms_since(start);
+    if (progress) progress(++done, total);
+  }
+  for (uint32_t round = 0; round < c.rounds; ++round)
+    for (size_t i = 0; i < plans.size(); ++i) {
+      SpeedResult& result = run.results[i];
+      std::vector<int32_t> chosen;
+      auto step = [&] {
+        model.append(std::span(&chosen.back(), 1));
+        chosen.push_back(model.greedy());
+      };
+      model.select(plans[i]);
+      std::map<std::string, double> before;
+      if (decode) {
+        model.rewind(prompt_length);
+        chosen.push_back(first);
+        const Clock::time_point first_step = Clock::now();
+        step();
+        result.first_step_ms += ms_since(first_step) / c.rounds;
+        before = gpu_ms_by_part(model);
+        const Clock::time_point timed = Clock::now();
+        for (uint32_t s = 0; s < c.steps; ++s) step();
+        result.ms_by_round.push_back(ms_since(timed) / c.steps);
+      } else {
+        model.rewind(0);
+        before = gpu_ms_by_part(model);
+        const Clock::time_point start = Clock::now();
+        model.prefill(prompt);
+        chosen.push_back(model.greedy());
+        result.ms_by_round.push_back(ms_since(start));
+      }
+      const double timed_units = decode ? double(c.steps) * c.rounds : c.rounds;
+      for (const auto& [part, ms] : gpu_ms_by_part(model)) result.gpu_ms[part] += (ms - before.at(part)) / timed_units;
+      if (round == 0) {
+        if (!decode)
+          for (uint32_t s = 0; s < c.steps; ++s) step();  // the answer, densely
+        result.continuation = chosen;
+      }
+      if (progress) progress(++done, total);
+    }
+  return run;
+}
+
+}  // namespace kv::model

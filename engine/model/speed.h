@@ -1,0 +1,56 @@
+#pragma once
+// End-to-end speed with a selection method inside the model, as the papers
+// time it, every run in one process on the same prompt. decode: one dense
+// prefill, then dense and each method and budget decode the same greedy
+// continuation from the prompt's end. prefill: the prompt's time to first
+// token with each method in the prefill chunks. Rounds interleave the runs,
+// so that a machine's drift (another process, a clock) falls on every run
+// alike and the ratios stay honest.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "block.h"
+#include "method.h"
+#include "model/checkpoint.h"
+#include "vk/device.h"
+
+namespace kv::model {
+
+struct SpeedConfig {
+  Mode regime = Mode::decode;
+  std::vector<std::string> methods;  // "dense" and rows of method_table()
+  std::vector<uint32_t> budgets;
+  MethodOptions options;
+  std::vector<uint32_t> dense_layers;
+  uint32_t steps = 16;  // decode: steps timed a run, after one that is not; prefill: dense steps after, untimed
+  uint32_t rounds = 2;
+  uint32_t chunk = 128;
+};
+
+struct SpeedResult {
+  std::string method;
+  uint32_t budget = 0;  // 0 for dense
+  // One a round. decode: wall ms a step, the token chosen on the GPU and read
+  // back; the first step is left out, as it also brings the method's metadata
+  // (Quest's pages, Fier's bits) over the whole prompt, which the papers build
+  // during prefill. prefill: wall ms from the prompt to its first token.
+  std::vector<double> ms_by_round;
+  double first_step_ms = 0;                 // decode: the step left out, mean over rounds
+  std::map<std::string, double> gpu_ms;     // by Model::stage_part: a timed step's (decode), a prefill's (prefill)
+  std::vector<int32_t> continuation;        // the tokens chosen after the prompt (round 0)
+  double median_ms() const;
+};
+
+struct SpeedRun {
+  uint32_t prompt_tokens = 0;
+  double prefill_ms = 0;  // decode: the dense prefill, to the first token
+  std::vector<SpeedResult> results;  // dense first, then method x budget
+};
+
+SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const std::vector<int32_t>& prompt,
+                   const SpeedConfig& config, const std::function<void(size_t done, size_t total)>& progress = {});
+
+}  // namespace kv::model
