@@ -163,12 +163,9 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
                         {"time_to_first_token_ms", prefill_seconds * 1e3},
                         {"prefill_tokens_per_second", tokens.size() / prefill_seconds},
                         {"decode_ms_per_token", decode_ms},
-                        {"gpu_ms_by_stage", nlohmann::json::object()}};
-    j["gpu_ms_by_part"] = {{"model", 0.0}, {"attention", 0.0}, {"selection", 0.0}};
-    for (const vk::StageTime& t : runner.stage_times()) {
-      j["gpu_ms_by_stage"][t.stage] = t.milliseconds;
-      j["gpu_ms_by_part"][model::Model::stage_part(t.stage)] = j["gpu_ms_by_part"][model::Model::stage_part(t.stage)].get<double>() + t.milliseconds;
-    }
+                        {"gpu_ms_by_stage", nlohmann::json::object()},
+                        {"gpu_ms_by_part", runner.ms_by_part()}};
+    for (const vk::StageTime& t : runner.stage_times()) j["gpu_ms_by_stage"][t.stage] = t.milliseconds;
     write_text_atomically(json_path, j.dump(2) + "\n");
   }
   return exit_code(global, device, 0);

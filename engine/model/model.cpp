@@ -337,6 +337,12 @@ int32_t Model::greedy() const {
   return chosen_.download_values<int32_t>(1)[0];
 }
 
+std::map<std::string, double> Model::ms_by_part() const {
+  std::map<std::string, double> parts{{"model", 0.0}, {"attention", 0.0}, {"selection", 0.0}};
+  for (const vk::StageTime& t : stage_times_) parts[stage_part(t.stage)] += t.milliseconds;
+  return parts;
+}
+
 const char* Model::stage_part(const std::string& stage) {
   static const char* const kModelStages[] = {"embed",    "rmsnorm",   "qkv",     "rope",    "output_projection",
                                              "mlp_up",   "swiglu",    "mlp_down", "lm_head", "argmax"};

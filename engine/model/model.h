@@ -90,6 +90,8 @@ class Model {
   // What a stage of stage_times() belongs to: "attention" (dense or sparse),
   // "selection" (a method's own stages), or "model" (everything else).
   static const char* stage_part(const std::string& stage);
+  // stage_times() summed by part: "model", "attention" and "selection", each present.
+  std::map<std::string, double> ms_by_part() const;
   // The KV cache of a layer, [G, capacity, d] in the storage type.
   const GpuLayer& cache(uint32_t layer) const { return *caches_[layer]; }
   // Keeps every position's queries of `layer` (after RoPE, [H, capacity, d] in

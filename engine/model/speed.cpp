@@ -13,12 +13,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
-std::map<std::string, double> gpu_ms_by_part(const Model& model) {
-  std::map<std::string, double> parts{{"model", 0.0}, {"attention", 0.0}, {"selection", 0.0}};
-  for (const vk::StageTime& t : model.stage_times()) parts[Model::stage_part(t.stage)] += t.milliseconds;
-  return parts;
-}
-
 }  // namespace
 
 double SpeedResult::median_ms() const {
@@ -82,20 +76,20 @@ SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const
         const Clock::time_point first_step = Clock::now();
         step();
         result.first_step_ms += ms_since(first_step) / c.rounds;
-        before = gpu_ms_by_part(model);
+        before = model.ms_by_part();
         const Clock::time_point timed = Clock::now();
         for (uint32_t s = 0; s < c.steps; ++s) step();
         result.ms_by_round.push_back(ms_since(timed) / c.steps);
       } else {
         model.rewind(0);
-        before = gpu_ms_by_part(model);
+        before = model.ms_by_part();
         const Clock::time_point start = Clock::now();
         model.prefill(prompt);
         chosen.push_back(model.greedy());
         result.ms_by_round.push_back(ms_since(start));
       }
       const double timed_units = decode ? double(c.steps) * c.rounds : c.rounds;
-      for (const auto& [part, ms] : gpu_ms_by_part(model)) result.gpu_ms[part] += (ms - before.at(part)) / timed_units;
+      for (const auto& [part, ms] : model.ms_by_part()) result.gpu_ms[part] += (ms - before.at(part)) / timed_units;
       if (round == 0) {
         if (!decode)
           for (uint32_t s = 0; s < c.steps; ++s) step();  // the answer, densely
