@@ -15,7 +15,7 @@
 #include "bench.h"
 #include "commands.h"
 #include "error.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "methods/table.h"
 #include "validation.h"

@@ -6,7 +6,7 @@
 #include "capture.h"
 #include "commands.h"
 #include "error.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"

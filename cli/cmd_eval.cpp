@@ -11,7 +11,7 @@
 #include "validation.h"
 #include "error.h"
 #include "evaluator.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "methods/table.h"
 
@@ -35,14 +35,13 @@ const char* const kEvalHelp =
 
 namespace {
 
-bool is_attention_stage(const std::string& stage) { return stage.rfind("sparse_attention", 0) == 0 || stage.rfind("dense", 0) == 0; }
-
-// GPU ms of the method's own stages (selection) and of attention over its set.
+// GPU ms of the method's own stages (selection) and of attention over its set
+// (dense's row: dense attention), by the part each was recorded as.
 std::pair<double, double> split_timings(const EvalRow& row) {
   double select = 0, attention = 0;
   for (const vk::StageTime& t : row.timings) {
-    if (t.stage == "metrics") continue;
-    (is_attention_stage(t.stage) ? attention : select) += t.milliseconds;
+    if (t.part == vk::Part::selection) select += t.milliseconds;
+    if (t.part == vk::Part::attention) attention += t.milliseconds;
   }
   return {select, attention};
 }
@@ -96,48 +95,12 @@ class ProgressBar {
 
 }  // namespace
 
-int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values = method_value_options();
-  values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
-  Args args("eval", argv, values, kModeFlags);
-  if (!args.positional().empty()) throw InputError("eval: unexpected argument '" + args.positional()[0] + "'");
-  EvalConfig config;
-  config.mode = parse_mode(args, "eval");
-  config.options = parse_method_options(args);
-  config.probes = args.count("probes", 64, 1);
-  config.chunk = args.count("chunk", 128, 1, 4096);
-  config.last_chunks = args.count("chunks", 0);
-  config.methods = args.texts("methods", "dense,oracle,quoka,quest,fier,streaming");
-  for (const std::string& m : config.methods)
-    if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
-  const std::vector<std::string> budget_texts = args.texts("budgets", "1%,3%,6%,12%");
-  if (budget_texts.empty()) throw InputError("eval: --budgets is empty");
+namespace {
 
-  Capture capture(args.required("capture"));
-  require_finite(capture, global.allow_nonfinite);
-  for (const std::string& b : budget_texts) config.budgets.push_back(parse_budget(b, capture.tokens(), "eval: --budgets"));
-  std::vector<const CaptureLayer*> layers;
-  const std::string layer_list = args.text("layers", "all");
-  if (layer_list == "all") {
-    for (const CaptureLayer& l : capture.layers()) layers.push_back(&l);
-  } else {
-    for (uint32_t index : args.counts("layers")) layers.push_back(&capture.layer(int(index)));
-  }
-  // Open the outputs before the sweep, so a bad path fails fast; write only at the end.
-  const std::string json_path = args.text("json"), csv_path = args.text("csv");
-
-  vk::Device device(global.device);
-  std::vector<EvalRow> rows;
-  for (const CaptureLayer* layer : layers) {
-    ProgressBar bar("layer " + std::to_string(layer->index));
-    std::vector<EvalRow> layer_rows =
-        evaluate_layer(device, capture, *layer, config, [&](size_t done, size_t total) { bar.update(done, total); });
-    rows.insert(rows.end(), layer_rows.begin(), layer_rows.end());
-  }
-
+void print_eval_table(const vk::Device& device, const Capture& capture, const std::string& path, Mode mode,
+                      const std::vector<EvalRow>& rows) {
   const bool needle = capture.needle_span().has_value();
-  std::printf("device %s, capture %s, %s", device.info().name.c_str(), args.required("capture").c_str(),
-              mode_name(config.mode));
+  std::printf("device %s, capture %s, %s", device.info().name.c_str(), path.c_str(), mode_name(mode));
   if (needle) std::printf(", needle tokens [%u, %u)", capture.needle_span()->first, capture.needle_span()->second);
   std::printf("\n%-6s %-10s %7s %9s %8s %10s %s%11s %12s   %s\n", "layer", "method", "budget", "coverage", "recall",
               "out_error", needle ? "  needle " : "", "select_ms", "attention_ms", "stages (median GPU ms per block)");
@@ -157,26 +120,69 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
                 row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text, select_ms, attention_ms,
                 stages.c_str());
   }
+}
 
+std::string eval_csv(const std::vector<EvalRow>& rows) {
+  std::string csv = "layer,method,budget,mode,coverage,recall,output_error,needle_recall,select_ms,attention_ms\n";
+  for (const EvalRow& row : rows) {
+    auto [select_ms, attention_ms] = split_timings(row);
+    char line[256];
+    char needle_text[32] = "";
+    if (row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, "%.6f", row.needle_recall);
+    std::snprintf(line, sizeof line, "%d,%s,%u,%s,%.6f,%.6f,%.6f,%s,%.6f,%.6f\n", row.layer, row.method.c_str(), row.budget,
+                  mode_name(row.mode), row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text, select_ms,
+                  attention_ms);
+    csv += line;
+  }
+  return csv;
+}
+
+}  // namespace
+
+int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values = method_value_options();
+  values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
+  Args args("eval", argv, values, kModeFlags);
+  if (!args.positional().empty()) throw InputError("eval: unexpected argument '" + args.positional()[0] + "'");
+  EvalConfig config;
+  config.mode = parse_mode(args, "eval");
+  config.options = parse_method_options(args);
+  config.probes = args.count("probes", 64, 1);
+  config.chunk = args.count("chunk", 128, 1, 4096);
+  config.last_chunks = args.count("chunks", 0);
+  config.methods = args.texts("methods", "dense,oracle,quoka,quest,fier,streaming");
+  for (const std::string& m : config.methods)
+    if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
+  const std::vector<std::string> budget_texts = args.texts("budgets", "1%,3%,6%,12%");
+  if (budget_texts.empty()) throw InputError("eval: --budgets is empty");
+  const std::string json_path = args.text("json"), csv_path = args.text("csv");
+
+  Capture capture(args.required("capture"));
+  require_finite(capture, global.allow_nonfinite);
+  for (const std::string& b : budget_texts) config.budgets.push_back(parse_budget(b, capture.tokens(), "eval: --budgets"));
+  std::vector<const CaptureLayer*> layers;
+  if (args.text("layers", "all") == "all") {
+    for (const CaptureLayer& l : capture.layers()) layers.push_back(&l);
+  } else {
+    for (uint32_t index : args.counts("layers")) layers.push_back(&capture.layer(int(index)));
+  }
+
+  vk::Device device(global.device);
+  std::vector<EvalRow> rows;
+  for (const CaptureLayer* layer : layers) {
+    ProgressBar bar("layer " + std::to_string(layer->index));
+    std::vector<EvalRow> layer_rows =
+        evaluate_layer(device, capture, *layer, config, [&](size_t done, size_t total) { bar.update(done, total); });
+    rows.insert(rows.end(), layer_rows.begin(), layer_rows.end());
+  }
+
+  print_eval_table(device, capture, args.required("capture"), config.mode, rows);
   if (!json_path.empty()) {
     nlohmann::json all = nlohmann::json::array();
     for (const EvalRow& row : rows) all.push_back(to_json(row));
     write_text_atomically(json_path, all.dump(2) + "\n");
   }
-  if (!csv_path.empty()) {
-    std::string csv = "layer,method,budget,mode,coverage,recall,output_error,needle_recall,select_ms,attention_ms\n";
-    for (const EvalRow& row : rows) {
-      auto [select_ms, attention_ms] = split_timings(row);
-      char line[256];
-      char needle_text[32] = "";
-      if (row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, "%.6f", row.needle_recall);
-      std::snprintf(line, sizeof line, "%d,%s,%u,%s,%.6f,%.6f,%.6f,%s,%.6f,%.6f\n", row.layer, row.method.c_str(),
-                    row.budget, mode_name(row.mode), row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text,
-                    select_ms, attention_ms);
-      csv += line;
-    }
-    write_text_atomically(csv_path, csv);
-  }
+  if (!csv_path.empty()) write_text_atomically(csv_path, eval_csv(rows));
   return exit_code(global, device, 0);
 }
 

@@ -9,7 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
@@ -78,18 +78,21 @@ void progress(uint32_t done, uint32_t total) {
   if (done == total) std::fputc('\n', stderr);
 }
 
-}  // namespace
+struct GenerateArgs {
+  std::filesystem::path model;
+  uint32_t steps = 256, chunk = 128, seed = 0;
+  double temperature = 0, top_p = 0.9;
+  model::SelectionPlan plan;
+  std::string prompt, json, logits;
+};
 
-int run_generate(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> value_options{"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature",
-                                      "top-p",  "seed",      "chunk",  "json",        "logits"};
-  value_options.merge(model_method_options());
-  Args args("generate", argv, value_options, {});
+GenerateArgs parse_generate_args(const Args& args) {
   if (!args.positional().empty()) throw InputError("generate: unexpected argument '" + args.positional()[0] + "'");
   if (args.has("prompt") && args.has("prompt-file")) throw InputError("generate: give --prompt or --prompt-file, not both");
-  const std::filesystem::path model_path = args.required("model");
-  const uint32_t steps = args.count("steps", 256, 1, 1u << 24);
-  const uint32_t chunk = args.count("chunk", 128, 1, 4096);
+  GenerateArgs a;
+  a.model = args.required("model");
+  a.steps = args.count("steps", 256, 1, 1u << 24);
+  a.chunk = args.count("chunk", 128, 1, 4096);
   auto number = [&](const std::string& name, const std::string& fallback) {
     const std::string text = args.text(name, fallback);
     char* end = nullptr;
@@ -97,77 +100,101 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
     if (text.empty() || *end || !std::isfinite(value)) throw InputError("generate: --" + name + " expects a number, got '" + text + "'");
     return value;
   };
-  const double temperature = number("temperature", "0"), top_p = number("top-p", "0.9");
-  if (!(temperature >= 0) || !(top_p > 0 && top_p <= 1))
+  a.temperature = number("temperature", "0");
+  a.top_p = number("top-p", "0.9");
+  if (!(a.temperature >= 0) || !(a.top_p > 0 && a.top_p <= 1))
     throw InputError("generate: --temperature must be at least 0 and --top-p in (0, 1]");
-  Random random(args.count("seed", 0));
-  const model::SelectionPlan plan = parse_selection_plan(args, "generate");
-  const std::string prompt = args.has("prompt-file") ? model::read_text_file(args.text("prompt-file")) : args.text("prompt", "");
-  const std::string json_path = args.text("json", ""), logits_path = args.text("logits", "");
-  for (const std::string& path : {json_path, logits_path})
+  a.seed = args.count("seed", 0);
+  a.plan = parse_selection_plan(args, "generate");
+  a.prompt = args.has("prompt-file") ? model::read_text_file(args.text("prompt-file")) : args.text("prompt", "");
+  a.json = args.text("json", "");
+  a.logits = args.text("logits", "");
+  for (const std::string& path : {a.json, a.logits})
     if (!path.empty()) require_output_folder(path);
+  return a;
+}
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
+// What a run did, for the report.
+struct Generated {
+  size_t prompt_tokens = 0;
+  uint32_t tokens = 0;
+  double prefill_seconds = 0, decode_ms = 0;
+};
+
+nlohmann::json generate_json(const GenerateArgs& a, const std::string& device, const model::Model& runner, const Generated& g) {
+  nlohmann::json j = {{"model", a.model.string()},
+                      {"device", device},
+                      {"prompt_tokens", g.prompt_tokens},
+                      {"selection", model::plan_json(a.plan)},
+                      {"generated_tokens", g.tokens},
+                      {"time_to_first_token_ms", g.prefill_seconds * 1e3},
+                      {"prefill_tokens_per_second", g.prompt_tokens / g.prefill_seconds},
+                      {"decode_ms_per_token", g.decode_ms},
+                      {"gpu_ms_by_stage", nlohmann::json::object()},
+                      {"gpu_ms_by_part", runner.ms_by_part()}};
+  for (const vk::StageTime& t : runner.stage_times()) j["gpu_ms_by_stage"][t.stage] = double(j["gpu_ms_by_stage"].value(t.stage, 0.0)) + t.milliseconds;
+  return j;
+}
+
+}  // namespace
+
+int run_generate(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> value_options{"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature",
+                                      "top-p",  "seed",      "chunk",  "json",        "logits"};
+  value_options.merge(model_method_options());
+  const Args args("generate", argv, value_options, {});
+  const GenerateArgs a = parse_generate_args(args);
+  Random random(a.seed);
+
+  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
   const model::ModelConfig& config = checkpoint.config();
-  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
-  const std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, config, prompt);
+  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  const std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, config, a.prompt);
   if (tokens.empty()) throw InputError("generate: an empty prompt needs a model with a BOS token");
-  model::check_sequence_length(config, uint64_t(tokens.size()) + steps);
+  model::check_sequence_length(config, uint64_t(tokens.size()) + a.steps);
 
   vk::Device device(global.device);
-  model::Model runner(device, checkpoint, uint32_t(tokens.size() + steps), chunk);
-  runner.select(plan);
+  model::Model runner(device, checkpoint, uint32_t(tokens.size() + a.steps), a.chunk);
+  runner.select(a.plan);
   const auto start = std::chrono::steady_clock::now();
   const bool show_progress = tokens.size() > 4 * size_t(runner.chunk());
   std::vector<float> prompt_logits;  // --logits: every prompt position's
-  runner.prefill(tokens, !logits_path.empty(), [&](uint32_t done) {
-    if (!logits_path.empty()) {
+  runner.prefill(tokens, !a.logits.empty(), [&](uint32_t done) {
+    if (!a.logits.empty()) {
       const std::vector<float> chunk_logits = runner.logits();
       prompt_logits.insert(prompt_logits.end(), chunk_logits.begin(), chunk_logits.end());
     }
     if (show_progress) progress(done, uint32_t(tokens.size()));
   });
-  if (!logits_path.empty())
-    write_safetensors(logits_path,
+  if (!a.logits.empty())
+    write_safetensors(a.logits,
                       {{"tokens", DType::i32, {tokens.size()}, std::as_bytes(std::span(tokens))},
                        {"logits", DType::f32, {tokens.size(), config.vocab}, std::as_bytes(std::span(prompt_logits))}},
-                      {{"model", model_path.string()}, {"device", device.info().name}});
-  auto choose = [&] { return temperature == 0 ? runner.greedy() : sample(runner.logits(), temperature, top_p, random); };
+                      {{"model", a.model.string()}, {"device", device.info().name}});
+  auto choose = [&] { return a.temperature == 0 ? runner.greedy() : sample(runner.logits(), a.temperature, a.top_p, random); };
   int32_t previous = tokens.back(), next = choose();
   const auto first_token = std::chrono::steady_clock::now();
-  uint32_t generated = 0;
+  Generated g;
+  g.prompt_tokens = tokens.size();
   for (;;) {
     if (std::find(config.eos_tokens.begin(), config.eos_tokens.end(), next) != config.eos_tokens.end()) break;
     const std::string piece = tokenizer->decode(previous, next);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    ++generated;
-    if (generated == steps) break;
+    ++g.tokens;
+    if (g.tokens == a.steps) break;
     runner.append(std::span(&next, 1));
     previous = next;
     next = choose();
   }
   std::fputc('\n', stdout);
   const auto end = std::chrono::steady_clock::now();
-  const double prefill_seconds = std::chrono::duration<double>(first_token - start).count();
-  const double decode_ms = generated > 1 ? std::chrono::duration<double, std::milli>(end - first_token).count() / (generated - 1) : 0;
+  g.prefill_seconds = std::chrono::duration<double>(first_token - start).count();
+  g.decode_ms = g.tokens > 1 ? std::chrono::duration<double, std::milli>(end - first_token).count() / (g.tokens - 1) : 0;
   std::fprintf(stderr, "kvscope: %zu prompt tokens in %.1f ms (%.0f tokens/s), %u generated at %.2f ms/token on %s\n",
-               tokens.size(), prefill_seconds * 1e3, tokens.size() / prefill_seconds, generated, decode_ms,
+               tokens.size(), g.prefill_seconds * 1e3, tokens.size() / g.prefill_seconds, g.tokens, g.decode_ms,
                device.info().name.c_str());
-  if (!json_path.empty()) {
-    nlohmann::json j = {{"model", model_path.string()},
-                        {"device", device.info().name},
-                        {"prompt_tokens", tokens.size()},
-                        {"selection", selection_json(plan)},
-                        {"generated_tokens", generated},
-                        {"time_to_first_token_ms", prefill_seconds * 1e3},
-                        {"prefill_tokens_per_second", tokens.size() / prefill_seconds},
-                        {"decode_ms_per_token", decode_ms},
-                        {"gpu_ms_by_stage", nlohmann::json::object()},
-                        {"gpu_ms_by_part", runner.ms_by_part()}};
-    for (const vk::StageTime& t : runner.stage_times()) j["gpu_ms_by_stage"][t.stage] = t.milliseconds;
-    write_text_atomically(json_path, j.dump(2) + "\n");
-  }
+  if (!a.json.empty()) write_text_atomically(a.json, generate_json(a, device.info().name, runner, g).dump(2) + "\n");
   return exit_code(global, device, 0);
 }
 

@@ -8,7 +8,7 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
@@ -74,82 +74,95 @@ void progress(size_t done, size_t total, std::chrono::steady_clock::time_point s
 
 }  // namespace
 
-int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model",  "tokenizer",     "task",  "lengths", "depths", "samples", "regime",
-                               "prefill-budget", "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
-  values.merge(sweep_value_options());
-  Args args("needle", argv, values, {});
-  if (!args.positional().empty()) throw InputError("needle: unexpected argument '" + args.positional()[0] + "'");
-  const std::filesystem::path model_path = args.required("model");
+namespace {
+
+struct NeedleArgs {
+  std::filesystem::path model;
+  std::string haystack_file;  // kv: the file it came from
   model::NeedleConfig config;
+  std::string json, csv, plot;
+};
+
+NeedleArgs parse_needle_args(const Args& args) {
+  if (!args.positional().empty()) throw InputError("needle: unexpected argument '" + args.positional()[0] + "'");
+  NeedleArgs a;
+  a.model = args.required("model");
+  model::NeedlePrompts& p = a.config.prompts;
   const std::string task = args.text("task", "passkey");
   if (task != "passkey" && task != "kv") throw InputError("needle: --task is passkey or kv, not '" + task + "'");
-  config.task = task == "kv" ? model::NeedleTask::kv : model::NeedleTask::passkey;
-  config.lengths = args.has("lengths") ? args.counts("lengths") : std::vector<uint32_t>{2048};
-  for (uint32_t l : config.lengths)
+  p.task = task == "kv" ? model::NeedleTask::kv : model::NeedleTask::passkey;
+  p.lengths = args.has("lengths") ? args.counts("lengths") : std::vector<uint32_t>{2048};
+  for (uint32_t l : p.lengths)
     if (l < 64 || l > (1u << 20)) throw InputError("needle: --lengths must be between 64 and 1048576 tokens");
-  config.depths = parse_depths(args.text("depths", "0.1,0.3,0.5,0.7,0.9"));
-  config.samples = args.count("samples", 1, 1, 1000);
-  const MethodSweepArgs sweep = parse_method_sweep(args, "needle", "dense,quest,fier,streaming", {64, 256, 1024});
-  config.methods = sweep.methods;
-  config.budgets = sweep.budgets;
-  config.dense_layers = sweep.dense_layers;
-  config.options = sweep.options;
-  const std::string regime = args.text("regime", "decode");
-  if (regime == "decode") config.regimes = {model::NeedleRegime::decode};
-  else if (regime == "prefill") config.regimes = {model::NeedleRegime::prefill};
-  else if (regime == "both") config.regimes = {model::NeedleRegime::both};
-  else throw InputError("needle: --regime is decode, prefill or both, not '" + regime + "'");
-  config.prefill_budget = args.count("prefill-budget", 0, 1);
-  config.chunk = args.count("chunk", 128, 1, 4096);
-  config.seed = args.count("seed", 0);
-  if (config.task == model::NeedleTask::kv)
-    config.haystack = model::read_text_file(args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK));
-  const std::string json_path = args.text("json", ""), csv_path = args.text("csv", ""), plot_path = args.text("plot", "");
-  for (const std::string& path : {json_path, csv_path, plot_path})
+  p.depths = parse_depths(args.text("depths", "0.1,0.3,0.5,0.7,0.9"));
+  p.samples = args.count("samples", 1, 1, 1000);
+  p.seed = args.count("seed", 0);
+  if (p.task == model::NeedleTask::kv) {
+    a.haystack_file = args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK);
+    p.haystack = model::read_text_file(a.haystack_file);
+  }
+  a.config.sweep = parse_method_sweep(args, "needle", parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming",
+                                      {64, 256, 1024});
+  a.config.chunk = args.count("chunk", 128, 1, 4096);
+  a.json = args.text("json", "");
+  a.csv = args.text("csv", "");
+  a.plot = args.text("plot", "");
+  for (const std::string& path : {a.json, a.csv, a.plot})
     if (!path.empty()) require_output_folder(path);
+  return a;
+}
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
-  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
-  vk::Device device(global.device);
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<model::NeedleResult> results = model::run_needle(
-      device, checkpoint, *tokenizer, config, [&](size_t done, size_t total) { progress(done, total, start); });
-
-  std::printf("needle: %s, model %s, device %s\n", task.c_str(), model_path.string().c_str(), device.info().name.c_str());
+void print_needle_table(const std::vector<model::NeedleResult>& results) {
   std::printf("%-8s %-6s %-16s %7s %-8s %9s %s\n", "length", "depth", "method", "budget", "regime", "accuracy", "answers");
   for (const model::NeedleResult& r : results) {
     std::string answers;
     for (const std::string& a : r.answers) answers += (answers.empty() ? "'" : ", '") + a + "'";
     std::printf("%-8u %-6.2f %-16s %7s %-8s %9.3f %s\n", r.length, r.depth, r.method.c_str(),
-                r.budget ? std::to_string(r.budget).c_str() : "-", r.method == "dense" ? "-" : model::needle_regime_name(r.regime),
+                r.budget ? std::to_string(r.budget).c_str() : "-", r.plan.any() ? model::plan_regime_name(r.plan) : "-",
                 r.accuracy(), answers.c_str());
   }
-  if (!json_path.empty()) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const model::NeedleResult& r : results)
-      all.push_back({{"task", task}, {"length", r.length}, {"depth", r.depth}, {"method", r.method},
-                     {"budget", r.budget}, {"regime", r.method == "dense" ? "dense" : model::needle_regime_name(r.regime)},
-                     {"accuracy", r.accuracy()}, {"correct", r.correct}, {"samples", r.samples}, {"answers", r.answers}});
-    nlohmann::json j = {{"model", model_path.string()}, {"tokenizer", args.text("tokenizer", "")},
-                        {"haystack_file", config.task == model::NeedleTask::kv ? args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK) : ""},
-                        {"device", device.info().name}, {"task", task},
-                        {"options", method_options_json(config.methods, config.options)}, {"dense_layers", config.dense_layers},
-                        {"chunk", config.chunk}, {"seed", config.seed}, {"results", all}};
-    write_text_atomically(json_path, j.dump(1) + "\n");
+}
+
+std::string needle_csv(const std::string& task, const std::vector<model::NeedleResult>& results) {
+  std::string csv = "task,length,depth,method,budget,regime,accuracy,correct,samples\n";
+  for (const model::NeedleResult& r : results) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%s,%u,%.4g,%s,%u,%s,%.6g,%u,%u\n", task.c_str(), r.length, r.depth, r.method.c_str(),
+                  r.budget, model::plan_regime_name(r.plan), r.accuracy(), r.correct, r.samples);
+    csv += line;
   }
-  if (!csv_path.empty()) {
-    std::string csv = "task,length,depth,method,budget,regime,accuracy,correct,samples\n";
-    for (const model::NeedleResult& r : results) {
-      char line[256];
-      std::snprintf(line, sizeof line, "%s,%u,%.4g,%s,%u,%s,%.6g,%u,%u\n", task.c_str(), r.length, r.depth, r.method.c_str(),
-                    r.budget, r.method == "dense" ? "dense" : model::needle_regime_name(r.regime), r.accuracy(), r.correct,
-                    r.samples);
-      csv += line;
-    }
-    write_text_atomically(csv_path, csv);
+  return csv;
+}
+
+}  // namespace
+
+int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values{"model", "tokenizer",     "task",  "lengths", "depths", "samples", "prefill-budget",
+                               "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
+  values.merge(sweep_value_options());
+  const Args args("needle", argv, values, {});
+  const NeedleArgs a = parse_needle_args(args);
+  const std::string task = args.text("task", "passkey");
+
+  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  vk::Device device(global.device);
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<model::NeedleResult> results = model::run_needle(
+      device, checkpoint, *tokenizer, a.config, [&](size_t done, size_t total) { progress(done, total, start); });
+
+  std::printf("needle: %s, model %s, device %s\n", task.c_str(), a.model.string().c_str(), device.info().name.c_str());
+  print_needle_table(results);
+  if (!a.json.empty()) {
+    nlohmann::json j = model::needle_json(a.config, results);
+    j["model"] = a.model.string();
+    j["tokenizer"] = args.text("tokenizer", "");
+    j["haystack_file"] = a.haystack_file;
+    j["device"] = device.info().name;
+    write_text_atomically(a.json, j.dump(1) + "\n");
   }
-  if (!plot_path.empty()) write_needle_plot(plot_path, task, results);
+  if (!a.csv.empty()) write_text_atomically(a.csv, needle_csv(task, results));
+  if (!a.plot.empty()) write_needle_plot(a.plot, task, results);
   return exit_code(global, device, 0);
 }
 

@@ -7,7 +7,7 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
@@ -30,62 +30,74 @@ const char* const kPplHelp =
     "method, the same positions scored. Dense runs both ways (the two agree to rounding).\n"
     "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n";
 
-int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "regime", "chunk", "json"};
-  values.merge(sweep_value_options());
-  Args args("ppl", argv, values, {});
-  if (!args.positional().empty()) throw InputError("ppl: unexpected argument '" + args.positional()[0] + "'");
-  const std::filesystem::path model_path = args.required("model");
-  model::PerplexityConfig config;
-  const uint32_t length = args.count("length", 4096, 16, 1u << 20);
-  config.scored = args.count("scored", 512, 1, 1u << 20);
-  const MethodSweepArgs sweep = parse_method_sweep(args, "ppl", "dense,quest,fier,streaming", {64, 256, 1024});
-  config.methods = sweep.methods;
-  config.budgets = sweep.budgets;
-  config.dense_layers = sweep.dense_layers;
-  config.options = sweep.options;
-  const std::string regime = args.text("regime", "decode");
-  if (regime != "decode" && regime != "prefill" && regime != "both")
-    throw InputError("ppl: --regime is decode, prefill or both, not '" + regime + "'");
-  config.decode = regime != "prefill";
-  config.prefill = regime != "decode";
-  config.chunk = args.count("chunk", 128, 1, 4096);
-  const std::string text_path = args.text("text-file", KVSCOPE_DEFAULT_HAYSTACK), json_path = args.text("json", "");
-  if (!json_path.empty()) require_output_folder(json_path);
-  const std::string text = model::read_text_file(text_path);
+namespace {
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
-  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
+struct PplArgs {
+  std::filesystem::path model;
+  std::string text_file, json;
+  uint32_t length = 4096;
+  model::PerplexityConfig config;
+};
+
+PplArgs parse_ppl_args(const Args& args) {
+  if (!args.positional().empty()) throw InputError("ppl: unexpected argument '" + args.positional()[0] + "'");
+  PplArgs a;
+  a.model = args.required("model");
+  a.length = args.count("length", 4096, 16, 1u << 20);
+  a.config.scored = args.count("scored", 512, 1, 1u << 20);
+  a.config.sweep =
+      parse_method_sweep(args, "ppl", parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming", {64, 256, 1024});
+  a.config.chunk = args.count("chunk", 128, 1, 4096);
+  a.text_file = args.text("text-file", KVSCOPE_DEFAULT_HAYSTACK);
+  a.json = args.text("json", "");
+  if (!a.json.empty()) require_output_folder(a.json);
+  return a;
+}
+
+nlohmann::json ppl_json(const PplArgs& a, const std::string& device, const std::vector<model::PerplexityResult>& results) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const model::PerplexityResult& r : results)
+    all.push_back({{"method", r.method}, {"budget", r.budget}, {"regime", model::regime_name(r.regime)},
+                   {"plan", model::plan_json(r.plan)}, {"mean_nll", r.mean_nll}, {"perplexity", r.perplexity()},
+                   {"scored", r.scored}});
+  const model::MethodSweep& sweep = a.config.sweep;
+  return {{"model", a.model.string()}, {"device", device}, {"text", a.text_file}, {"length", a.length},
+          {"chunk", a.config.chunk}, {"dense_layers", sweep.dense_layers},
+          {"options", model::method_options_json(sweep.methods, sweep.options)}, {"results", all}};
+}
+
+}  // namespace
+
+int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json"};
+  values.merge(sweep_value_options());
+  const Args args("ppl", argv, values, {});
+  const PplArgs a = parse_ppl_args(args);
+  const std::string text = model::read_text_file(a.text_file);
+
+  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
   std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, checkpoint.config(), text);
-  if (tokens.size() < length)
-    throw InputError("ppl: " + text_path + " holds " + std::to_string(tokens.size()) + " tokens, fewer than --length " + std::to_string(length));
-  tokens.resize(length);
+  if (tokens.size() < a.length)
+    throw InputError("ppl: " + a.text_file + " holds " + std::to_string(tokens.size()) + " tokens, fewer than --length " +
+                     std::to_string(a.length));
+  tokens.resize(a.length);
 
   vk::Device device(global.device);
   const auto start = std::chrono::steady_clock::now();
-  const auto results = model::run_perplexity(device, checkpoint, tokens, config, [&](size_t done, size_t total) {
+  const auto results = model::run_perplexity(device, checkpoint, tokens, a.config, [&](size_t done, size_t total) {
     if (!isatty(STDERR_FILENO)) return;
     std::fprintf(stderr, "\rppl %zu/%zu runs, %.0f s", done, total,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (done == total) std::fputc('\n', stderr);
   });
-  std::printf("ppl: %s, %u tokens of %s, the last %u scored, device %s\n", model_path.string().c_str(), length,
-              text_path.c_str(), config.scored, device.info().name.c_str());
+  std::printf("ppl: %s, %u tokens of %s, the last %u scored, device %s\n", a.model.string().c_str(), a.length,
+              a.text_file.c_str(), a.config.scored, device.info().name.c_str());
   std::printf("%-16s %7s %-8s %10s %12s\n", "method", "budget", "regime", "nll", "perplexity");
-  nlohmann::json all = nlohmann::json::array();
-  for (const model::PerplexityResult& r : results) {
+  for (const model::PerplexityResult& r : results)
     std::printf("%-16s %7s %-8s %10.4f %12.4f\n", r.method.c_str(), r.budget ? std::to_string(r.budget).c_str() : "-",
-                r.regime.c_str(), r.mean_nll, r.perplexity());
-    all.push_back({{"method", r.method}, {"budget", r.budget}, {"regime", r.regime}, {"mean_nll", r.mean_nll},
-                   {"perplexity", r.perplexity()}, {"scored", r.scored}});
-  }
-  if (!json_path.empty())
-    write_text_atomically(json_path, nlohmann::json{{"model", model_path.string()}, {"device", device.info().name},
-                                                    {"text", text_path}, {"length", length}, {"chunk", config.chunk},
-                                                    {"dense_layers", config.dense_layers},
-                                                    {"options", method_options_json(config.methods, config.options)},
-                                                    {"results", all}}
-                                         .dump(1) + "\n");
+                model::regime_name(r.regime), r.mean_nll, r.perplexity());
+  if (!a.json.empty()) write_text_atomically(a.json, ppl_json(a, device.info().name, results).dump(1) + "\n");
   return exit_code(global, device, 0);
 }
 

@@ -7,7 +7,7 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
-#include "files.h"
+#include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
@@ -38,85 +38,122 @@ const char* const kSpeedHelp =
     "ms by part. Defaults: --methods dense,quest,fier --budgets 256,1024,2048 (decode),\n"
     "--methods dense,quoka --budgets 1024,2048 (prefill).\n";
 
-int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "regime", "steps", "rounds", "chunk", "json"};
-  values.merge(sweep_value_options());
-  Args args("speed", argv, values, {});
+namespace {
+
+struct SpeedArgs {
+  std::filesystem::path model;
+  std::string prompt_file, json;
+  uint32_t length = 4096;
+  model::SpeedConfig config;
+};
+
+SpeedArgs parse_speed_args(const Args& args) {
   if (!args.positional().empty()) throw InputError("speed: unexpected argument '" + args.positional()[0] + "'");
   if (args.has("prompt-file") && args.has("length")) throw InputError("speed: give --prompt-file or --length, not both");
-  const std::filesystem::path model_path = args.required("model");
-  const std::string regime = args.text("regime", "decode");
-  if (regime != "decode" && regime != "prefill") throw InputError("speed: --regime is decode or prefill, not '" + regime + "'");
-  const bool decode = regime == "decode";
-  const MethodSweepArgs sweep = decode ? parse_method_sweep(args, "speed", "dense,quest,fier", {256, 1024, 2048})
-                                       : parse_method_sweep(args, "speed", "dense,quoka", {1024, 2048});
-  model::SpeedConfig config{decode ? Mode::decode : Mode::prefill, sweep.methods, sweep.budgets, sweep.options,
-                            sweep.dense_layers};
-  config.steps = args.count("steps", 16, 1, 1u << 16);
-  config.rounds = args.count("rounds", 2, 1, 100);
-  config.chunk = args.count("chunk", 128, 1, 4096);
-  const uint32_t length = args.count("length", 4096, 64, 1u << 20);
-  const std::string json_path = args.text("json", "");
-  if (!json_path.empty()) require_output_folder(json_path);
-  const std::string prompt_file = args.text("prompt-file", "");
-  const std::string prompt_text = prompt_file.empty() ? "" : model::read_text_file(prompt_file);
+  SpeedArgs a;
+  a.model = args.required("model");
+  const model::Regime regime = parse_regime(args, model::Regime::decode);
+  if (regime == model::Regime::both) throw InputError("speed: --regime is decode or prefill, not both");
+  a.config.sweep = regime == model::Regime::decode
+                       ? parse_method_sweep(args, "speed", regime, "dense,quest,fier", {256, 1024, 2048})
+                       : parse_method_sweep(args, "speed", regime, "dense,quoka", {1024, 2048});
+  a.config.steps = args.count("steps", 16, 1, 1u << 16);
+  a.config.rounds = args.count("rounds", 2, 1, 100);
+  a.config.chunk = args.count("chunk", 128, 1, 4096);
+  a.length = args.count("length", 4096, 64, 1u << 20);
+  a.json = args.text("json", "");
+  if (!a.json.empty()) require_output_folder(a.json);
+  a.prompt_file = args.text("prompt-file", "");
+  return a;
+}
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
-  const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
-  const std::vector<int32_t> prompt = model::prompt_tokens(
-      *tokenizer, checkpoint.config(), prompt_file.empty() ? model::passkey_prompt(*tokenizer, length, 0.5, 61538).text : prompt_text);
+// The continuation as text, each token decoded after the one before it.
+std::string continuation_text(const model::Tokenizer& tokenizer, int32_t before, const std::vector<int32_t>& tokens) {
+  std::string text;
+  for (size_t i = 0; i < tokens.size(); ++i) text += tokenizer.decode(i ? tokens[i - 1] : before, tokens[i]);
+  return text;
+}
 
-  vk::Device device(global.device);
-  const auto start = std::chrono::steady_clock::now();
-  const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, config, [&](size_t done, size_t total) {
-    if (!isatty(STDERR_FILENO)) return;
-    std::fprintf(stderr, "\rspeed: %zu/%zu runs, %.0f s", done, total,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (done == total) std::fputc('\n', stderr);
-  });
-
+void print_speed_table(const SpeedArgs& a, const model::SpeedRun& run, const std::string& device,
+                       const std::vector<std::string>& texts) {
+  const bool decode = a.config.sweep.regime == model::Regime::decode;
   double dense_ms = 0;
   for (const model::SpeedResult& r : run.results)
     if (r.method == "dense") dense_ms = r.median_ms();
-  std::printf("speed: %s regime, %s, %u prompt tokens, chunk %u, %u rounds, device %s\n", regime.c_str(),
-              model_path.string().c_str(), run.prompt_tokens, config.chunk, config.rounds, device.info().name.c_str());
-  if (decode) std::printf("dense prefill %.1f ms, then %u timed steps a run\n", run.prefill_ms, config.steps);
+  std::printf("speed: %s regime, %s, %u prompt tokens, chunk %u, %u rounds, device %s\n",
+              model::regime_name(a.config.sweep.regime), a.model.string().c_str(), run.prompt_tokens, a.config.chunk,
+              a.config.rounds, device.c_str());
+  if (decode) std::printf("dense prefill %.1f ms, then %u timed steps a run\n", run.prefill_ms, a.config.steps);
   std::printf("%-12s %7s %12s %24s %8s %7s %7s %10s  %s\n", "method", "budget", decode ? "ms/token" : "ms to 1st",
               "rounds", "speedup", "attn", "select", decode ? "first ms" : "", "continuation");
-  nlohmann::json results = nlohmann::json::array();
-  for (const model::SpeedResult& r : run.results) {
+  for (size_t i = 0; i < run.results.size(); ++i) {
+    const model::SpeedResult& r = run.results[i];
     const double median = r.median_ms();
     double gpu = 0;
     for (const auto& [part, ms] : r.gpu_ms) gpu += ms;
     auto share = [&](const char* part) { return gpu > 0 ? 100 * r.gpu_ms.at(part) / gpu : 0.0; };
-    std::string rounds, text;
+    std::string rounds;
     for (double ms : r.ms_by_round) {
       char number[32];
       std::snprintf(number, sizeof number, "%s%.1f", rounds.empty() ? "" : " ", ms);
       rounds += number;
     }
-    for (size_t i = 0; i < r.continuation.size(); ++i)
-      text += tokenizer->decode(i ? r.continuation[i - 1] : prompt.back(), r.continuation[i]);
     char speedup[32] = "-", first[32] = "";
     if (dense_ms > 0) std::snprintf(speedup, sizeof speedup, "%.2fx", dense_ms / median);
     if (decode) std::snprintf(first, sizeof first, "%.1f", r.first_step_ms);
     std::printf("%-12s %7s %12.2f %24s %8s %6.1f%% %6.1f%% %10s  '%s'\n", r.method.c_str(),
                 r.budget ? std::to_string(r.budget).c_str() : "-", median, rounds.c_str(), speedup, share("attention"),
-                share("selection"), first, text.c_str());
-    nlohmann::json j = {{"method", r.method}, {"budget", r.budget}, {"ms_by_round", r.ms_by_round},
-                        {"gpu_ms_by_part", r.gpu_ms}, {"continuation", text}};
-    j[decode ? "ms_per_token" : "time_to_first_token_ms"] = median;
+                share("selection"), first, texts[i].c_str());
+  }
+}
+
+nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedRun& run, const std::string& device,
+                          const std::vector<std::string>& texts) {
+  const bool decode = a.config.sweep.regime == model::Regime::decode;
+  nlohmann::json results = nlohmann::json::array();
+  for (size_t i = 0; i < run.results.size(); ++i) {
+    const model::SpeedResult& r = run.results[i];
+    nlohmann::json j = {{"method", r.method}, {"budget", r.budget}, {"plan", model::plan_json(r.plan)},
+                        {"ms_by_round", r.ms_by_round}, {"gpu_ms_by_part", r.gpu_ms}, {"continuation", texts[i]}};
+    j[decode ? "ms_per_token" : "time_to_first_token_ms"] = r.median_ms();
     if (decode) j["first_step_ms"] = r.first_step_ms;
     results.push_back(j);
   }
-  if (!json_path.empty()) {
-    nlohmann::json j = {{"model", model_path.string()}, {"device", device.info().name}, {"regime", regime},
-                        {"prompt_file", prompt_file}, {"prompt_tokens", run.prompt_tokens}, {"steps", config.steps},
-                        {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", config.dense_layers},
-                        {"options", method_options_json(config.methods, config.options)}, {"results", results}};
-    if (decode) j["prefill_ms"] = run.prefill_ms;
-    write_text_atomically(json_path, j.dump(1) + "\n");
-  }
+  const model::MethodSweep& sweep = a.config.sweep;
+  nlohmann::json j = {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
+                      {"prompt_file", a.prompt_file}, {"prompt_tokens", run.prompt_tokens}, {"steps", a.config.steps},
+                      {"rounds", a.config.rounds}, {"chunk", a.config.chunk}, {"dense_layers", sweep.dense_layers},
+                      {"options", model::method_options_json(sweep.methods, sweep.options)}, {"results", results}};
+  if (decode) j["prefill_ms"] = run.prefill_ms;
+  return j;
+}
+
+}  // namespace
+
+int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json"};
+  values.merge(sweep_value_options());
+  const Args args("speed", argv, values, {});
+  const SpeedArgs a = parse_speed_args(args);
+  const std::string prompt_text = a.prompt_file.empty() ? "" : model::read_text_file(a.prompt_file);
+
+  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  const std::vector<int32_t> prompt = model::prompt_tokens(
+      *tokenizer, checkpoint.config(), a.prompt_file.empty() ? model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text : prompt_text);
+
+  vk::Device device(global.device);
+  const auto start = std::chrono::steady_clock::now();
+  const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, a.config, [&](size_t done, size_t total) {
+    if (!isatty(STDERR_FILENO)) return;
+    std::fprintf(stderr, "\rspeed: %zu/%zu runs, %.0f s", done, total,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (done == total) std::fputc('\n', stderr);
+  });
+  std::vector<std::string> texts;
+  for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
+  print_speed_table(a, run, device.info().name, texts);
+  if (!a.json.empty()) write_text_atomically(a.json, speed_json(a, run, device.info().name, texts).dump(1) + "\n");
   return exit_code(global, device, 0);
 }
 

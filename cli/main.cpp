@@ -1,6 +1,7 @@
 // kvscope: command-line front end of the engine. Parses global options,
 // dispatches to a subcommand, and turns errors into one line and an exit code
 // (2: bad usage or input, 1: device failure).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -56,6 +57,16 @@ void print_usage(FILE* out) {
                "\n'kvscope COMMAND --help' describes a command.\n");
 }
 
+// The engine names a setting in its own words (InputError::setting); the CLI
+// names the flag that sets it.
+std::string flag_of(const std::string& setting) {
+  if (setting == "decode_method") return "--method";
+  if (setting == "decode_budget") return "--budget";
+  std::string flag = "--" + setting;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,7 +110,9 @@ int main(int argc, char** argv) {
       }
     return command->run(global, rest);
   } catch (const kv::InputError& e) {
-    std::fprintf(stderr, "kvscope: %s\n", e.what());
+    if (e.setting.empty()) std::fprintf(stderr, "kvscope: %s\n", e.what());
+    else std::fprintf(stderr, "kvscope: %s%s%s: %s\n", command ? command->name : "", command ? ": " : "",
+                      flag_of(e.setting).c_str(), e.what());
     return 2;
   } catch (const kv::DeviceError& e) {
     std::fprintf(stderr, "kvscope: device error: %s\n", e.what());

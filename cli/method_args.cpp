@@ -59,14 +59,18 @@ model::SelectionPlan parse_selection_plan(const Args& args, const std::string& c
 }
 
 std::set<std::string> sweep_value_options() {
-  std::set<std::string> options{"methods", "budgets", "dense-layers"};
+  std::set<std::string> options{"methods", "budgets", "regime", "dense-layers"};
   for (const OptionSpec& o : option_table()) options.insert(o.flag);
   return options;
 }
 
-MethodSweepArgs parse_method_sweep(const Args& args, const std::string& command, const std::string& default_methods,
-                                   const std::vector<uint32_t>& default_budgets) {
-  MethodSweepArgs sweep;
+model::Regime parse_regime(const Args& args, model::Regime fallback) {
+  return args.has("regime") ? model::parse_regime(args.text("regime")) : fallback;
+}
+
+model::MethodSweep parse_method_sweep(const Args& args, const std::string& command, model::Regime regime,
+                                      const std::string& default_methods, const std::vector<uint32_t>& default_budgets) {
+  model::MethodSweep sweep;
   sweep.methods = args.texts("methods", default_methods);
   if (sweep.methods.empty()) throw InputError(command + ": --methods is empty");
   for (const std::string& m : sweep.methods)
@@ -74,8 +78,11 @@ MethodSweepArgs parse_method_sweep(const Args& args, const std::string& command,
   sweep.budgets = args.has("budgets") ? args.counts("budgets") : default_budgets;
   for (uint32_t b : sweep.budgets)
     if (b == 0) throw InputError(command + ": budgets must be positive");
+  sweep.regime = regime;
+  sweep.prefill_budget = args.count("prefill-budget", 0, 1);
   if (args.has("dense-layers")) sweep.dense_layers = args.counts("dense-layers");
   sweep.options = parse_method_options(args);
+  model::check_sweep(sweep);
   return sweep;
 }
 
@@ -84,25 +91,6 @@ std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const s
   return model::open_tokenizer(
       args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path),
       checkpoint.config().vocab);
-}
-
-nlohmann::json method_options_json(const std::vector<std::string>& methods, const MethodOptions& options) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const std::string& name : methods)
-    if (!name.empty() && name != "dense")
-      for (const char* flag : find_method(name).options) j[flag] = find_option(flag).text(options);
-  return j;
-}
-
-nlohmann::json selection_json(const model::SelectionPlan& plan) {
-  auto regime = [&](const std::string& name, uint32_t budget) {
-    if (name.empty()) return nlohmann::json{{"method", "dense"}};
-    return nlohmann::json{{"method", name}, {"budget", budget}};
-  };
-  return {{"decode", regime(plan.decode_method, plan.decode_budget)},
-          {"prefill", regime(plan.prefill_method, plan.prefill_budget)},
-          {"dense_layers", plan.dense_layers},
-          {"options", method_options_json({plan.decode_method, plan.prefill_method}, plan.options)}};
 }
 
 Mode parse_mode(const Args& args, const std::string& command) {

@@ -26,26 +26,17 @@ std::set<std::string> model_method_options();
 model::SelectionPlan parse_selection_plan(const Args& args, const std::string& command);
 extern const char* const kModelMethodsHelp;
 // The sweeps with a model (needle, ppl, speed): --methods (dense and
-// method names), --budgets (key counts), --dense-layers and every method option.
-struct MethodSweepArgs {
-  std::vector<std::string> methods;
-  std::vector<uint32_t> budgets;
-  std::vector<uint32_t> dense_layers;
-  MethodOptions options;
-};
+// method names), --budgets (key counts), --regime, --dense-layers, every
+// method option, and --prefill-budget where the command declares it.
 std::set<std::string> sweep_value_options();
-MethodSweepArgs parse_method_sweep(const Args& args, const std::string& command, const std::string& default_methods,
-                                   const std::vector<uint32_t>& default_budgets);
+// --regime, or `fallback`.
+model::Regime parse_regime(const Args& args, model::Regime fallback);
+model::MethodSweep parse_method_sweep(const Args& args, const std::string& command, model::Regime regime,
+                                      const std::string& default_methods, const std::vector<uint32_t>& default_budgets);
 
 // --tokenizer PATH, or the model's own (model::default_tokenizer).
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint);
-
-// The plan as --json reports it: each regime's method and budget, the dense
-// layers, and the options the named methods read.
-nlohmann::json selection_json(const model::SelectionPlan& plan);
-// The options that the named methods read, as the CLI spells them.
-nlohmann::json method_options_json(const std::vector<std::string>& methods, const MethodOptions& options);
 
 // The methods and their options, as --help lists them (from method_table()).
 std::string methods_help();

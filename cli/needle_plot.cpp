@@ -9,7 +9,7 @@
 #include <stb_image_write.h>
 #include <stb_easy_font.h>
 
-#include "files.h"
+#include "output_files.h"
 #include "methods/table.h"
 
 namespace kv::cli {
@@ -60,8 +60,8 @@ std::string fixed(double v, int digits) {
 
 int text_width(const std::string& s) { return 2 * stb_easy_font_width(const_cast<char*>(s.c_str())); }
 
-std::string panel_title(const std::string& method, uint32_t budget, model::NeedleRegime regime) {
-  return method == "dense" ? "dense" : method + " " + std::to_string(budget) + " " + model::needle_regime_name(regime);
+std::string panel_title(const std::string& method, uint32_t budget, const std::string& regime) {
+  return method == "dense" ? "dense" : method + " " + std::to_string(budget) + " " + regime;
 }
 
 Rgb colour_of(const std::string& method) {
@@ -73,11 +73,11 @@ Rgb colour_of(const std::string& method) {
 void write_needle_plot(const std::string& path, const std::string& task, const std::vector<model::NeedleResult>& results) {
   std::set<uint32_t> length_set;
   std::set<double> depth_set;
-  std::vector<std::tuple<std::string, uint32_t, model::NeedleRegime>> panels;  // in the results' order
+  std::vector<std::tuple<std::string, uint32_t, std::string>> panels;  // in the results' order
   for (const model::NeedleResult& r : results) {
     length_set.insert(r.length);
     depth_set.insert(r.depth);
-    const auto key = std::make_tuple(r.method, r.budget, r.regime);
+    const auto key = std::make_tuple(r.method, r.budget, std::string(model::plan_regime_name(r.plan)));
     if (std::find(panels.begin(), panels.end(), key) == panels.end()) panels.push_back(key);
   }
   const std::vector<uint32_t> lengths(length_set.begin(), length_set.end());
@@ -90,9 +90,9 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
   const std::string heading = "kvscope needle (" + task + "): accuracy over length (x, tokens) and depth (y)";
   const int columns = std::max(1, std::min(int(panels.size()), 1600 / panel_w));
   const int rows = (int(panels.size()) + columns - 1) / columns;
-  std::set<model::NeedleRegime> regimes;
+  std::set<std::string> regimes;
   for (const model::NeedleResult& r : results)
-    if (r.method != "dense") regimes.insert(r.regime);
+    if (r.method != "dense") regimes.insert(model::plan_regime_name(r.plan));
   const int chart_w = 520, chart_h = 300;
   const int width = std::max({columns * panel_w + margin, int(std::max<size_t>(regimes.size(), 1)) * (chart_w + 2 * margin) + margin,
                               text_width(heading) + 2 * margin});
@@ -101,8 +101,8 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
   const Rgb ink{20, 20, 20}, grey{150, 150, 150};
   image.text(margin, 10, heading, ink);
 
-  std::map<std::tuple<std::string, uint32_t, model::NeedleRegime, uint32_t, double>, double> accuracy;
-  for (const model::NeedleResult& r : results) accuracy[{r.method, r.budget, r.regime, r.length, r.depth}] = r.accuracy();
+  std::map<std::tuple<std::string, uint32_t, std::string, uint32_t, double>, double> accuracy;
+  for (const model::NeedleResult& r : results) accuracy[{r.method, r.budget, model::plan_regime_name(r.plan), r.length, r.depth}] = r.accuracy();
   for (size_t p = 0; p < panels.size(); ++p) {
     const auto& [method, budget, regime] = panels[p];
     const int x0 = margin + int(p % columns) * panel_w, y0 = 40 + int(p / columns) * panel_h;
@@ -126,9 +126,9 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
 
   // Accuracy against the budget, mean over lengths and depths, per regime.
   int chart = 0;
-  for (model::NeedleRegime regime : regimes) {
+  for (const std::string& regime : regimes) {
     const int x0 = margin + chart * (chart_w + 2 * margin) + 50, y0 = heat_h + 40, x1 = x0 + chart_w - 60, y1 = y0 + chart_h;
-    image.text(x0 - 50, heat_h + 10, std::string("accuracy against the budget (log scale), ") + model::needle_regime_name(regime), ink);
+    image.text(x0 - 50, heat_h + 10, "accuracy against the budget (log scale), " + regime, ink);
     image.fill(x0, y1, x1, y1 + 1, grey);
     image.fill(x0, y0, x0 + 1, y1, grey);
     for (double a : {0.0, 0.5, 1.0}) image.text(x0 - 40, int(y1 - a * (y1 - y0)) - 6, fixed(a, 1), ink);
@@ -138,7 +138,7 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
     for (const model::NeedleResult& r : results) {
       if (r.method == "dense") {
         dense.first += r.accuracy(), dense.second += 1;
-      } else if (r.regime == regime) {
+      } else if (model::plan_regime_name(r.plan) == regime) {
         auto& point = curves[r.method][r.budget];
         point.first += r.accuracy(), point.second += 1;
         budgets.insert(r.budget);

@@ -127,9 +127,10 @@ std::vector<std::string> bench_step_names() {
 }
 
 std::vector<std::string> bench_steps(const BenchConfig& c) {
-  if (c.heads == 0 || c.kv_heads == 0 || c.heads % c.kv_heads) throw InputError("bench: --heads must be a multiple of --kv-heads");
+  if (c.heads == 0 || c.kv_heads == 0 || c.heads % c.kv_heads)
+    throw InputError("the query heads must be a positive multiple of the KV heads", "heads");
   for (uint32_t length : c.lengths)
-    if (length < 2 * c.chunk) throw InputError("bench: every length must be at least twice --chunk");
+    if (length < 2 * c.chunk) throw InputError("every length must be at least twice the chunk", "lengths");
   std::vector<std::string> wanted;
   for (const Step& step : all_steps())
     // A method that reads every past query (O(T^2)) is timed only when named.
@@ -144,130 +145,160 @@ void calibrate_bench(const vk::Device& device, BenchResult& result) {
   result.timed_dispatch_floor_milliseconds = measure_dispatch_floor(device, vk::Pass::Timing::per_stage);
 }
 
+namespace {
+
+// The data every step of one length reads: two copies of K and V, alternated
+// between runs so that no run finds the last one's data in cache, and a
+// chunk's random queries.
+struct LengthInputs {
+  AttentionShape shape;
+  std::vector<std::unique_ptr<GpuLayer>> copies;
+  std::vector<std::byte> all_queries;  // every position's, for the methods that read past queries
+  vk::Buffer queries;
+};
+
+LengthInputs length_inputs(const vk::Device& device, const BenchConfig& c, uint32_t length, bool past_queries) {
+  LengthInputs in{{c.heads, c.kv_heads, length, c.dim}, {}, {},
+                  vk::Buffer(device, size_t(c.heads) * c.chunk * c.dim * dtype_size(c.dtype))};
+  const size_t kv_count = size_t(c.kv_heads) * length * c.dim;
+  const double scale = 1.0 / std::sqrt(double(c.dim));
+  const std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1);  // GpuLayer::host_keys: Loki's basis
+  const std::vector<std::byte> values = random_tensor(kv_count, c.dtype, 2);
+  for (int i = 0; i < 2; ++i) in.copies.push_back(std::make_unique<GpuLayer>(device, in.shape, c.dtype, scale, keys, values));
+  // SnapKV and H2O read queries other than the step's: every position's, random.
+  if (past_queries) {
+    in.all_queries = random_tensor(size_t(c.heads) * length * c.dim, c.dtype, 4);
+    for (auto& copy : in.copies) copy->host_queries = in.all_queries;
+  }
+  in.queries.upload(random_tensor(size_t(c.heads) * c.chunk * c.dim, c.dtype, 3));
+  return in;
+}
+
+// One step recorded on each copy twice: `staged` times every stage, `whole`
+// only the step, as a user's pipeline would run it (the timestamps between
+// stages cost time of their own; docs/perf.md).
+struct RecordedStep {
+  std::vector<std::unique_ptr<Attention>> attention;
+  std::vector<std::unique_ptr<Method>> methods;
+  std::vector<std::unique_ptr<vk::Buffer>> lists, lse;
+  std::vector<std::unique_ptr<vk::Pass>> staged, whole;
+  uint32_t list_rows = 0;
+};
+
+RecordedStep record_step(const vk::Device& device, const BenchConfig& c, const LengthInputs& in, const Step& step,
+                         const Block& block, uint32_t budget) {
+  RecordedStep r;
+  const bool dense = step.method.empty();
+  for (const auto& copy : in.copies) {
+    r.attention.push_back(std::make_unique<Attention>(device, in.shape, c.dtype, dense ? Attention::Keys::dense : Attention::Keys::sparse,
+                                                      block.n_queries));
+    r.staged.push_back(std::make_unique<vk::Pass>(device));
+    r.whole.push_back(std::make_unique<vk::Pass>(device, 256, vk::Pass::Timing::whole));
+    if (dense) {
+      for (vk::Pass* pass : {r.staged.back().get(), r.whole.back().get()})
+        r.attention.back()->record(*pass, *copy, {&in.queries, block.n_queries, block.first_query}, "dense");
+      continue;
+    }
+    Method& method = *r.methods.emplace_back(make_method(device, *copy, step.method, c.options, block.mode, block.n_queries));
+    const SelectionRows rows = selection_rows(in.shape, method.granularity());
+    r.list_rows = rows.count;
+    const uint32_t width = method.list_width(budget);
+    r.lists.push_back(std::make_unique<vk::Buffer>(device, size_t(rows.count) * width * 4));
+    r.lse.push_back(std::make_unique<vk::Buffer>(device, size_t(c.heads) * block.n_queries * 4));
+    for (vk::Pass* pass : {r.staged.back().get(), r.whole.back().get()}) {
+      method.record(*pass, block, {&in.queries, r.lse.back().get()}, budget, *r.lists.back());
+      r.attention.back()->record(*pass, *copy, sparse_request(in.queries, block, *r.lists.back(), rows.heads_per_row, width),
+                                 "sparse_attention");
+    }
+  }
+  return r;
+}
+
+// The clocks up first (a stable median alone did not show that they were
+// low), then warm-up until the timings settle: windows of 10 runs until a
+// window's median is within 3% of the one before (at most 2 s, which on a
+// CPU device, where one run can take seconds, ends the window early).
+// Returns the runs made.
+uint32_t warm_up(const vk::Device& device, const vk::Buffer& clock_data, RecordedStep& r) {
+  raise_clocks(device, clock_data);
+  const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  uint32_t warm_runs = 0;
+  for (double previous = 0;;) {
+    std::vector<double> window;
+    for (int i = 0; i < 10 && (i < 2 || std::chrono::steady_clock::now() <= warm_limit); ++i, ++warm_runs) {
+      vk::Pass& pass = *r.whole[warm_runs % r.whole.size()];
+      pass.run();
+      window.push_back(pass.total_milliseconds());
+    }
+    const double now = median(window);
+    if ((previous > 0 && std::fabs(now - previous) <= 0.03 * previous) || std::chrono::steady_clock::now() > warm_limit)
+      return warm_runs;
+    previous = now;
+  }
+}
+
+// The step's rows: each stage's median, their sum, and the whole step's
+// median (and each copy's).
+void time_step(const BenchConfig& c, const Step& step, const Block& block, uint32_t budget, const AttentionShape& shape,
+               RecordedStep& r, uint32_t warm_runs, BenchResult& result) {
+  std::map<std::string, std::vector<double>> samples;
+  std::vector<std::string> order;
+  std::vector<double> totals, stage_sums;
+  std::vector<std::vector<double>> copy_totals(r.whole.size());
+  for (uint32_t run = 0; run < c.repeat; ++run) {
+    const size_t copy = (warm_runs + run) % r.whole.size();
+    r.whole[copy]->run();
+    totals.push_back(r.whole[copy]->total_milliseconds());
+    copy_totals[copy].push_back(totals.back());
+    // The other copy for the staged run, so that neither run finds the other's K/V in cache.
+    vk::Pass& pass = *r.staged[(copy + 1) % r.staged.size()];
+    pass.run();
+    stage_sums.push_back(pass.total_milliseconds());
+    for (const vk::StageTime& t : pass.stage_times()) {
+      if (!samples.count(t.stage)) order.push_back(t.stage);
+      samples[t.stage].push_back(t.milliseconds);
+    }
+  }
+  const StageSizes sizes{shape, double(dtype_size(c.dtype)), block.candidates(), block.n_queries, budget, r.list_rows, c.options};
+  const MethodSpec* spec = step.method.empty() ? nullptr : &find_method(step.method);
+  double total_bytes = 0;
+  for (const std::string& stage : order) {
+    const double bytes = stage_bytes(spec, stage, sizes);
+    result.rows.push_back({shape.tokens, step.name, stage, median(samples[stage]), bytes});
+    total_bytes += bytes;
+  }
+  result.rows.push_back({shape.tokens, step.name, "sum_of_stages", median(stage_sums), total_bytes});
+  BenchRow total{shape.tokens, step.name, "total", median(totals), total_bytes};
+  for (const std::vector<double>& copy : copy_totals)
+    if (!copy.empty()) total.copy_milliseconds.push_back(median(copy));
+  result.rows.push_back(total);
+}
+
+}  // namespace
+
 BenchResult run_bench(const vk::Device& device, const BenchConfig& c,
                       const std::function<void(const std::string&)>& progress) {
   const std::vector<std::string> wanted = bench_steps(c);
+  std::vector<Step> steps = all_steps();
+  std::erase_if(steps, [&](const Step& s) { return std::find(wanted.begin(), wanted.end(), s.name) == wanted.end(); });
+  const bool past_queries = std::any_of(steps.begin(), steps.end(), [](const Step& step) {
+    return !step.method.empty() && find_method(step.method).reads_past_queries;
+  });
   BenchResult result;
   result.device = device.info().name;
   if (c.calibrate) calibrate_bench(device, result);
   for (uint32_t length : c.lengths) {
     if (progress) progress("length " + std::to_string(length));
-    const AttentionShape shape{c.heads, c.kv_heads, length, c.dim};
-    const size_t kv_count = size_t(c.kv_heads) * length * c.dim;
-    const double scale = 1.0 / std::sqrt(double(c.dim));
-    // Two copies of K and V, alternated between runs, so that no run finds the last one's data in cache.
-    std::vector<std::unique_ptr<GpuLayer>> copies;
-    const std::vector<std::byte> keys = random_tensor(kv_count, c.dtype, 1);  // GpuLayer::host_keys: Loki's basis
-    {
-      const std::vector<std::byte> values = random_tensor(kv_count, c.dtype, 2);
-      for (int i = 0; i < 2; ++i) copies.push_back(std::make_unique<GpuLayer>(device, shape, c.dtype, scale, keys, values));
-    }
-    // SnapKV and H2O read queries other than the step's: every position's, random.
-    std::vector<std::byte> all_queries;
-    const std::vector<Step> every_step = all_steps();
-    if (std::any_of(every_step.begin(), every_step.end(), [&](const Step& step) {
-          return !step.method.empty() && find_method(step.method).reads_past_queries &&
-                 std::find(wanted.begin(), wanted.end(), step.name) != wanted.end();
-        })) {
-      all_queries = random_tensor(size_t(c.heads) * length * c.dim, c.dtype, 4);
-      for (auto& copy : copies) copy->host_queries = all_queries;
-    }
+    const LengthInputs in = length_inputs(device, c, length, past_queries);
     const Block decode{Mode::decode, length - 1, 1};
     const Block prefill{Mode::prefill, length - c.chunk, c.chunk};
-    vk::Buffer queries(device, size_t(c.heads) * c.chunk * c.dim * dtype_size(c.dtype));
-    queries.upload(random_tensor(size_t(c.heads) * c.chunk * c.dim, c.dtype, 3));
-
-    std::vector<Step> steps = all_steps();
-    std::erase_if(steps, [&](const Step& s) { return std::find(wanted.begin(), wanted.end(), s.name) == wanted.end(); });
-
     for (const Step& step : steps) {
       const Block block = step.mode == Mode::decode ? decode : prefill;
       const uint32_t budget = step.method.empty() ? 0 : step.mode == Mode::decode ? c.budget : c.prefill_budget;
       if (progress) progress("length " + std::to_string(length) + ": " + step.name);
-      const uint32_t max_queries = block.n_queries;
-      std::vector<std::unique_ptr<Attention>> attention;
-      std::vector<std::unique_ptr<Method>> methods;
-      std::vector<std::unique_ptr<vk::Buffer>> lists, lse;
-      // Each copy's step twice: `staged` times every stage, `whole` only the
-      // step, as a user's pipeline would run it (the timestamps between stages
-      // cost time of their own; docs/perf.md).
-      std::vector<std::unique_ptr<vk::Pass>> staged, whole;
-      uint32_t list_rows = 0;
-      for (auto& copy : copies) {
-        const bool dense = step.method.empty();
-        attention.push_back(std::make_unique<Attention>(device, shape, c.dtype, dense ? Attention::Keys::dense : Attention::Keys::sparse,
-                                                        max_queries));
-        staged.push_back(std::make_unique<vk::Pass>(device));
-        whole.push_back(std::make_unique<vk::Pass>(device, 256, vk::Pass::Timing::whole));
-        if (dense) {
-          for (vk::Pass* pass : {staged.back().get(), whole.back().get()})
-            attention.back()->record(*pass, *copy, {&queries, block.n_queries, block.first_query}, "dense");
-          continue;
-        }
-        Method& method = *methods.emplace_back(make_method(device, *copy, step.method, c.options, block.mode, max_queries));
-        const Granularity granularity = method.granularity();
-        list_rows = rows_of(shape, granularity);
-        const uint32_t width = method.list_width(budget);
-        lists.push_back(std::make_unique<vk::Buffer>(device, size_t(list_rows) * width * 4));
-        lse.push_back(std::make_unique<vk::Buffer>(device, size_t(c.heads) * max_queries * 4));
-        for (vk::Pass* pass : {staged.back().get(), whole.back().get()}) {
-          method.record(*pass, block, {&queries, lse.back().get()}, budget, *lists.back());
-          attention.back()->record(*pass, *copy,
-                                   sparse_request(queries, block, *lists.back(), heads_per_row(shape, granularity), width),
-                                   "sparse_attention");
-        }
-      }
-      std::map<std::string, std::vector<double>> samples;
-      std::vector<std::string> order;
-      std::vector<double> totals, stage_sums;
-      std::vector<std::vector<double>> copy_totals(whole.size());
-      // The clocks up first (a stable median alone did not show that they were
-      // low), then warm-up until the timings settle: windows of 10 runs until a
-      // window's median is within 3% of the one before (at most 2 s, which on a
-      // CPU device, where one run can take seconds, ends the window early).
-      raise_clocks(device, copies[0]->keys);
-      const auto warm_limit = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-      uint32_t warm_runs = 0;
-      for (double previous = 0;;) {
-        std::vector<double> window;
-        for (int i = 0; i < 10 && (i < 2 || std::chrono::steady_clock::now() <= warm_limit); ++i, ++warm_runs) {
-          vk::Pass& pass = *whole[warm_runs % whole.size()];
-          pass.run();
-          window.push_back(pass.total_milliseconds());
-        }
-        const double now = median(window);
-        if ((previous > 0 && std::fabs(now - previous) <= 0.03 * previous) || std::chrono::steady_clock::now() > warm_limit)
-          break;
-        previous = now;
-      }
-      for (uint32_t run = 0; run < c.repeat; ++run) {
-        const size_t copy = (warm_runs + run) % whole.size();
-        whole[copy]->run();
-        totals.push_back(whole[copy]->total_milliseconds());
-        copy_totals[copy].push_back(totals.back());
-        // The other copy for the staged run, so that neither run finds the other's K/V in cache.
-        vk::Pass& pass = *staged[(copy + 1) % staged.size()];
-        pass.run();
-        stage_sums.push_back(pass.total_milliseconds());
-        for (const vk::StageTime& t : pass.stage_times()) {
-          if (!samples.count(t.stage)) order.push_back(t.stage);
-          samples[t.stage].push_back(t.milliseconds);
-        }
-      }
-      const StageSizes sizes{shape, double(dtype_size(c.dtype)), block.candidates(), block.n_queries, budget, list_rows,
-                             c.options};
-      const MethodSpec* spec = step.method.empty() ? nullptr : &find_method(step.method);
-      double total_bytes = 0;
-      for (const std::string& stage : order) {
-        const double bytes = stage_bytes(spec, stage, sizes);
-        result.rows.push_back({length, step.name, stage, median(samples[stage]), bytes});
-        total_bytes += bytes;
-      }
-      result.rows.push_back({length, step.name, "sum_of_stages", median(stage_sums), total_bytes});
-      BenchRow total{length, step.name, "total", median(totals), total_bytes};
-      for (const std::vector<double>& copy : copy_totals)
-        if (!copy.empty()) total.copy_milliseconds.push_back(median(copy));
-      result.rows.push_back(total);
+      RecordedStep recorded = record_step(device, c, in, step, block, budget);
+      const uint32_t warm_runs = warm_up(device, in.copies[0]->keys, recorded);
+      time_step(c, step, block, budget, in.shape, recorded, warm_runs, result);
     }
   }
   return result;

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "capture.h"
+
 namespace kv {
 
 enum class Mode { decode, prefill };
@@ -11,6 +13,14 @@ enum class Granularity { query_head, kv_head };
 
 const char* mode_name(Mode mode);
 const char* granularity_name(Granularity granularity);
+
+// The rows of a selection: one a query head, or one a KV head serving the
+// query heads of its group.
+struct SelectionRows {
+  uint32_t count = 0;
+  uint32_t heads_per_row = 1;
+};
+SelectionRows selection_rows(const AttentionShape& shape, Granularity granularity);
 
 // One selection step: a decode probe at position t, or a prefill chunk.
 struct Block {

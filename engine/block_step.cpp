@@ -38,9 +38,15 @@ AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, c
 void record_selection_step(vk::Pass& pass, Method& method, const GpuLayer& gpu, const Block& block,
                            const BlockInputs& inputs, uint32_t budget, const vk::Buffer& list, const Attention& sparse,
                            const SelectionMetrics& metrics, const StepReference& reference) {
-  const uint32_t width = method.list_width(budget), per_row = heads_per_row(gpu.shape, method.granularity());
-  method.record(pass, block, inputs, budget, list);
-  sparse.record(pass, gpu, sparse_request(*inputs.queries, block, list, per_row, width), "sparse_attention");
+  const uint32_t width = method.list_width(budget), per_row = selection_rows(gpu.shape, method.granularity()).heads_per_row;
+  {
+    vk::Pass::PartScope part(pass, vk::Part::selection);
+    method.record(pass, block, inputs, budget, list);
+  }
+  {
+    vk::Pass::PartScope part(pass, vk::Part::attention);
+    sparse.record(pass, gpu, sparse_request(*inputs.queries, block, list, per_row, width), "sparse_attention");
+  }
   metrics.record(pass, block.n_queries, *reference.dense, sparse, list, width, per_row, *reference.oracle_list, budget,
                  reference.oracle_heads_per_row, reference.needle, block.candidates());
 }

@@ -31,14 +31,6 @@ class BlockQueries {
   vk::Buffer buffer_;
 };
 
-inline uint32_t heads_per_row(const AttentionShape& shape, Granularity granularity) {
-  return granularity == Granularity::kv_head ? shape.group() : 1;
-}
-
-inline uint32_t rows_of(const AttentionShape& shape, Granularity granularity) {
-  return granularity == Granularity::kv_head ? shape.kv_heads : shape.heads;
-}
-
 // The attended set A of docs/methods.md: the selection, plus the chunk's own causal keys in prefill.
 AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, const vk::Buffer& selection,
                                 uint32_t heads_per_list, uint32_t width);
@@ -52,9 +44,10 @@ struct StepReference {
   NeedleSpan needle;
 };
 
-// Records into one pass the method's selection into `list`, sparse attention
-// over the attended set, and the metrics against `reference` (read them with
-// metrics.read() after the pass ran). eval and the viewer's inspector share it.
+// Records into one pass the method's selection into `list` (Part::selection),
+// sparse attention over the attended set (Part::attention), and the metrics
+// against `reference` (Part::model: neither; read them with metrics.read()
+// after the pass ran). eval and the viewer's inspector share it.
 void record_selection_step(vk::Pass& pass, Method& method, const GpuLayer& gpu, const Block& block,
                            const BlockInputs& inputs, uint32_t budget, const vk::Buffer& list, const Attention& sparse,
                            const SelectionMetrics& metrics, const StepReference& reference);

@@ -23,38 +23,113 @@ class StageSamples {
  public:
   void add(const std::vector<vk::StageTime>& times) {
     for (const vk::StageTime& t : times) {
-      if (!samples_.count(t.stage)) order_.push_back(t.stage);
-      samples_[t.stage].push_back(t.milliseconds);
+      const auto key = std::make_pair(t.stage, t.part);
+      if (!samples_.count(key)) order_.push_back(key);
+      samples_[key].push_back(t.milliseconds);
     }
   }
   std::vector<vk::StageTime> medians() const {
     std::vector<vk::StageTime> out;
-    for (const std::string& stage : order_) out.push_back({stage, median(samples_.at(stage))});
+    for (const auto& key : order_) out.push_back({key.first, key.second, median(samples_.at(key))});
     return out;
   }
 
  private:
-  std::vector<std::string> order_;
-  std::map<std::string, std::vector<double>> samples_;
+  std::vector<std::pair<std::string, vk::Part>> order_;
+  std::map<std::pair<std::string, vk::Part>, std::vector<double>> samples_;
 };
 
-struct Accumulator {
-  double needle_sum = 0;
-  size_t needle_count = 0;
-  std::vector<double> head_needle_sums;
-  std::vector<size_t> head_needle_counts;
-  std::vector<MetricTriple> head_sums;
-  std::vector<MetricTriple> per_block;
-  StageSamples stages;
+// A method's metrics at one budget, summed over the blocks.
+class Accumulator {
+ public:
+  explicit Accumulator(uint32_t heads) : head_sums_(heads), head_needle_sums_(heads), head_needle_counts_(heads) {}
+
+  // One block's per-head metrics and stage times.
+  void add(const std::vector<HeadMetrics>& heads, const std::vector<vk::StageTime>& times) {
+    stages_.add(times);
+    const double H = double(heads.size());
+    MetricTriple block_mean;
+    for (size_t h = 0; h < heads.size(); ++h) {
+      head_sums_[h].coverage += heads[h].coverage;
+      head_sums_[h].recall += heads[h].recall;
+      head_sums_[h].output_error += heads[h].output_error;
+      block_mean.coverage += heads[h].coverage / H;
+      block_mean.recall += heads[h].recall / H;
+      block_mean.output_error += heads[h].output_error / H;
+      if (heads[h].needle_recall >= 0) {
+        needle_sum_ += heads[h].needle_recall;
+        ++needle_count_;
+        head_needle_sums_[h] += heads[h].needle_recall;
+        ++head_needle_counts_[h];
+      }
+    }
+    per_block_.push_back(block_mean);
+  }
+
+  // The means over the blocks, into `row`.
+  void fill(EvalRow& row) const {
+    const double blocks = double(per_block_.size()), H = double(head_sums_.size());
+    row.per_block = per_block_;
+    for (const MetricTriple& sum : head_sums_) {
+      const MetricTriple head{sum.coverage / blocks, sum.recall / blocks, sum.output_error / blocks};
+      row.per_head.push_back(head);
+      row.mean.coverage += head.coverage / H;
+      row.mean.recall += head.recall / H;
+      row.mean.output_error += head.output_error / H;
+    }
+    row.needle_recall = needle_count_ ? needle_sum_ / needle_count_ : -1;
+    if (needle_count_)
+      for (size_t h = 0; h < head_sums_.size(); ++h)
+        row.per_head_needle.push_back(head_needle_counts_[h] ? head_needle_sums_[h] / head_needle_counts_[h] : -1);
+    row.timings = stages_.medians();
+  }
+
+ private:
+  std::vector<MetricTriple> head_sums_;
+  std::vector<double> head_needle_sums_;
+  std::vector<size_t> head_needle_counts_;
+  double needle_sum_ = 0;
+  size_t needle_count_ = 0;
+  std::vector<MetricTriple> per_block_;
+  StageSamples stages_;
 };
+
+// Dense's row at a budget: everything covered, nothing lost.
+EvalRow dense_row(const Capture& capture, const CaptureLayer& layer, const EvalConfig& config, uint32_t budget,
+                  const std::vector<uint32_t>& positions, const std::vector<vk::StageTime>& timings) {
+  EvalRow row;
+  row.method = "dense";
+  row.budget = budget;
+  row.mode = config.mode;
+  row.layer = layer.index;
+  row.mean = {1.0, 1.0, 0.0};
+  if (capture.needle_span()) {
+    row.needle_recall = 1.0;
+    row.per_head_needle.assign(layer.shape.heads, 1.0);
+  }
+  row.per_head.assign(layer.shape.heads, row.mean);
+  row.per_block.assign(positions.size(), row.mean);
+  row.block_positions = positions;
+  row.timings = timings;
+  return row;
+}
+
+// A selection list per budget for a method: [rows, list_width(budget)].
+std::vector<vk::Buffer> selection_lists(const vk::Device& device, const AttentionShape& shape, const Method& method,
+                                        const std::vector<uint32_t>& budgets) {
+  std::vector<vk::Buffer> lists;
+  for (uint32_t b : budgets)
+    lists.emplace_back(device, size_t(selection_rows(shape, method.granularity()).count) * method.list_width(b) * 4);
+  return lists;
+}
 
 }  // namespace
 
 std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                                     const EvalConfig& config, const Progress& progress) {
-  if (config.budgets.empty()) throw InputError("eval: --budgets is empty");
+  if (config.budgets.empty()) throw InputError("no budget to evaluate", "budgets");
   for (uint32_t b : config.budgets)
-    if (b == 0) throw InputError("eval: budgets must be positive");
+    if (b == 0) throw InputError("a budget must be positive", "budgets");
   const AttentionShape& shape = layer.shape;
   const std::vector<Block> blocks = blocks_with_candidates(config.mode, shape.tokens, config.probes, config.chunk, config.last_chunks);
   const uint32_t max_queries = max_block_queries(config.mode, config.chunk);
@@ -62,48 +137,40 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
   GpuLayer gpu(device, capture, layer);
   BlockQueries queries(device, layer, max_queries);
   Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries);
-  std::unique_ptr<Method> oracle = make_method(device, gpu, "oracle", config.options, config.mode, max_queries);
-
-  std::vector<std::string> names;
-  std::vector<std::unique_ptr<Method>> methods;
-  bool with_dense = false;
-  for (const std::string& name : config.methods) {
-    if (name == "dense") {
-      with_dense = true;
-      continue;
-    }
-    names.push_back(name);
-    methods.push_back(name == "oracle" ? nullptr : make_method(device, gpu, name, config.options, config.mode, max_queries));
-  }
-  auto method_at = [&](size_t m) -> Method& { return methods[m] ? *methods[m] : *oracle; };
-
   Attention sparse(device, shape, layer.dtype, Attention::Keys::sparse, max_queries);
   SelectionMetrics metrics(device, shape);
+  std::unique_ptr<Method> oracle = make_method(device, gpu, "oracle", config.options, config.mode, max_queries);
+  const std::vector<vk::Buffer> oracle_lists = selection_lists(device, shape, *oracle, config.budgets);
+  const StepReference reference_of_oracle{&dense, nullptr, selection_rows(shape, oracle->granularity()).heads_per_row,
+                                          needle_of(capture)};
 
-  // Selection lists: the oracle's per budget, and each method's per budget.
-  std::vector<vk::Buffer> oracle_lists;
-  for (uint32_t b : config.budgets) oracle_lists.emplace_back(device, size_t(rows_of(shape, oracle->granularity())) * b * 4);
-  std::vector<std::vector<vk::Buffer>> lists(methods.size());
-  for (size_t m = 0; m < methods.size(); ++m)
-    for (uint32_t b : config.budgets)
-      lists[m].emplace_back(device, size_t(rows_of(shape, method_at(m).granularity())) * method_at(m).list_width(b) * 4);
-
-  std::vector<Accumulator> accumulators(methods.size() * config.budgets.size());
-  for (Accumulator& a : accumulators) {
-    a.head_sums.resize(shape.heads);
-    a.head_needle_sums.resize(shape.heads);
-    a.head_needle_counts.resize(shape.heads);
+  // Each method but dense, with its lists and sums; the oracle's own row shares its object.
+  struct Evaluated {
+    std::string name;
+    std::unique_ptr<Method> own;
+    Method* method;
+    std::vector<vk::Buffer> lists;
+    std::vector<Accumulator> sums;  // by budget
+  };
+  std::vector<Evaluated> evaluated;
+  for (const std::string& name : config.methods) {
+    if (name == "dense") continue;
+    Evaluated& e = evaluated.emplace_back();
+    e.name = name;
+    if (name != "oracle") e.own = make_method(device, gpu, name, config.options, config.mode, max_queries);
+    e.method = e.own ? e.own.get() : oracle.get();
+    e.lists = selection_lists(device, shape, *e.method, config.budgets);
+    e.sums.assign(config.budgets.size(), Accumulator(shape.heads));
   }
-  StageSamples dense_stages;
-  const uint32_t oracle_heads_per_row = heads_per_row(shape, oracle->granularity());
-  const NeedleSpan needle = needle_of(capture);
 
+  StageSamples dense_stages;
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const Block& block = blocks[bi];
     queries.upload(block);
     const BlockInputs inputs{&queries.buffer(), &dense.log_sum_exp_buffer()};
     {
       vk::Pass pass(device);
+      vk::Pass::PartScope part(pass, vk::Part::attention);
       dense.record(pass, gpu, {&queries.buffer(), block.n_queries, block.first_query}, "dense");
       pass.run();
       dense_stages.add(pass.stage_times());
@@ -113,93 +180,43 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
       for (size_t b = 0; b < config.budgets.size(); ++b) oracle->record(pass, block, inputs, config.budgets[b], oracle_lists[b]);
       pass.run();
     }
-    for (size_t m = 0; m < methods.size(); ++m) {
+    for (Evaluated& e : evaluated)
       for (size_t b = 0; b < config.budgets.size(); ++b) {
         vk::Pass pass(device);
-        record_selection_step(pass, method_at(m), gpu, block, inputs, config.budgets[b], lists[m][b], sparse, metrics,
-                              {&dense, &oracle_lists[b], oracle_heads_per_row, needle});
+        StepReference reference = reference_of_oracle;
+        reference.oracle_list = &oracle_lists[b];
+        record_selection_step(pass, *e.method, gpu, block, inputs, config.budgets[b], e.lists[b], sparse, metrics, reference);
         pass.run();
-        Accumulator& a = accumulators[m * config.budgets.size() + b];
-        a.stages.add(pass.stage_times());
-        MetricTriple block_mean;
-        std::vector<HeadMetrics> heads = metrics.read();
-        for (uint32_t h = 0; h < shape.heads; ++h) {
-          a.head_sums[h].coverage += heads[h].coverage;
-          a.head_sums[h].recall += heads[h].recall;
-          a.head_sums[h].output_error += heads[h].output_error;
-          block_mean.coverage += heads[h].coverage / shape.heads;
-          block_mean.recall += heads[h].recall / shape.heads;
-          block_mean.output_error += heads[h].output_error / shape.heads;
-          if (heads[h].needle_recall >= 0) {
-            a.needle_sum += heads[h].needle_recall;
-            ++a.needle_count;
-            a.head_needle_sums[h] += heads[h].needle_recall;
-            ++a.head_needle_counts[h];
-          }
-        }
-        a.per_block.push_back(block_mean);
+        e.sums[b].add(metrics.read(), pass.stage_times());
       }
-    }
     if (progress) progress(bi + 1, blocks.size());
   }
 
   std::vector<EvalRow> rows;
   std::vector<uint32_t> positions;
   for (const Block& b : blocks) positions.push_back(b.first_query);
-  if (with_dense) {
-    for (uint32_t budget : config.budgets) {
-      EvalRow row;
-      row.method = "dense";
-      row.budget = budget;
-      row.mode = config.mode;
-      row.layer = layer.index;
-      row.mean = {1.0, 1.0, 0.0};
-      if (capture.needle_span()) {
-        row.needle_recall = 1.0;
-        row.per_head_needle.assign(shape.heads, 1.0);
-      }
-      row.per_head.assign(shape.heads, row.mean);
-      row.per_block.assign(blocks.size(), row.mean);
-      row.block_positions = positions;
-      row.timings = dense_stages.medians();
-      rows.push_back(row);
-    }
-  }
-  for (size_t m = 0; m < methods.size(); ++m) {
+  if (std::find(config.methods.begin(), config.methods.end(), "dense") != config.methods.end())
+    for (uint32_t budget : config.budgets) rows.push_back(dense_row(capture, layer, config, budget, positions, dense_stages.medians()));
+  for (const Evaluated& e : evaluated)
     for (size_t b = 0; b < config.budgets.size(); ++b) {
-      const Accumulator& a = accumulators[m * config.budgets.size() + b];
-      EvalRow row;
-      row.method = names[m];
+      EvalRow& row = rows.emplace_back();
+      row.method = e.name;
       row.budget = config.budgets[b];
       row.mode = config.mode;
       row.layer = layer.index;
-      row.granularity = method_at(m).granularity();
-      row.params = method_at(m).params();
+      row.granularity = e.method->granularity();
+      row.params = e.method->params();
       row.block_positions = positions;
-      row.per_block = a.per_block;
-      for (const MetricTriple& sum : a.head_sums) {
-        MetricTriple head{sum.coverage / blocks.size(), sum.recall / blocks.size(), sum.output_error / blocks.size()};
-        row.per_head.push_back(head);
-        row.mean.coverage += head.coverage / shape.heads;
-        row.mean.recall += head.recall / shape.heads;
-        row.mean.output_error += head.output_error / shape.heads;
-      }
-      row.needle_recall = a.needle_count ? a.needle_sum / a.needle_count : -1;
-      if (a.needle_count)
-        for (uint32_t h = 0; h < shape.heads; ++h)
-          row.per_head_needle.push_back(a.head_needle_counts[h] ? a.head_needle_sums[h] / a.head_needle_counts[h] : -1);
-      row.timings = a.stages.medians();
-      row.build_timings = method_at(m).build_times();
-      rows.push_back(row);
+      e.sums[b].fill(row);
+      row.build_timings = e.method->build_times();
     }
-  }
   return rows;
 }
 
 SelectionResult select_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                              const std::string& method_name, const MethodOptions& options, Mode mode, uint32_t budget,
                              uint32_t probes, uint32_t chunk, uint32_t last_chunks) {
-  if (budget == 0) throw InputError("select: --budget must be positive");
+  if (budget == 0) throw InputError("a budget must be positive", "budget");
   const AttentionShape& shape = layer.shape;
   const std::vector<Block> blocks = blocks_with_candidates(mode, shape.tokens, probes, chunk, last_chunks);
   const uint32_t max_queries = max_block_queries(mode, chunk);
@@ -214,7 +231,7 @@ SelectionResult select_layer(const vk::Device& device, const Capture& capture, c
   result.budget = budget;
   result.granularity = method->granularity();
   result.params = method->params();
-  result.rows = rows_of(shape, result.granularity);
+  result.rows = selection_rows(shape, result.granularity).count;
   result.width = method->list_width(budget);
   vk::Buffer list(device, size_t(result.rows) * result.width * 4);
   StageSamples stages;

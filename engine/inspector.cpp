@@ -39,10 +39,10 @@ Inspection Inspector::inspect(const Block& block, const std::string& method_name
   r.block = block;
   r.budget = budget;
   r.granularity = chosen.granularity();
-  r.rows = rows_of(s, r.granularity);
+  r.rows = selection_rows(s, r.granularity).count;
   r.width = chosen.list_width(budget);
   r.oracle_granularity = oracle_->granularity();
-  r.oracle_rows = rows_of(s, r.oracle_granularity);
+  r.oracle_rows = selection_rows(s, r.oracle_granularity).count;
   vk::Buffer& selection = vk::grown(device_, selection_, size_t(r.rows) * r.width * 4);
   vk::Buffer& oracle = vk::grown(device_, oracle_list_, size_t(r.oracle_rows) * budget * 4);
 
@@ -75,7 +75,7 @@ Inspection Inspector::inspect(const Block& block, const std::string& method_name
   {
     vk::Pass pass(device_);
     record_selection_step(pass, chosen, gpu_, block, inputs, budget, selection, sparse_, metrics_,
-                          {&dense_, &oracle, heads_per_row(s, r.oracle_granularity), needle_of(capture_)});
+                          {&dense_, &oracle, selection_rows(s, r.oracle_granularity).heads_per_row, needle_of(capture_)});
     pass.run();
     for (const vk::StageTime& t : pass.stage_times())
       if (t.stage != "metrics") r.method_times.push_back(t);
@@ -114,8 +114,8 @@ MetricTriple Inspector::curve_point(const std::vector<Block>& blocks, const std:
   }
   Method& chosen = method(method_name, options);
   vk::Buffer& selection =
-      vk::grown(device_, selection_, size_t(rows_of(s, chosen.granularity())) * chosen.list_width(budget) * 4);
-  vk::Buffer& oracle = vk::grown(device_, oracle_list_, size_t(rows_of(s, oracle_->granularity())) * budget * 4);
+      vk::grown(device_, selection_, size_t(selection_rows(s, chosen.granularity()).count) * chosen.list_width(budget) * 4);
+  vk::Buffer& oracle = vk::grown(device_, oracle_list_, size_t(selection_rows(s, oracle_->granularity()).count) * budget * 4);
   MetricTriple mean;
   for (const std::unique_ptr<CurveBlock>& cb : curve_blocks_) {
     const Block& block = cb->block;
@@ -123,7 +123,7 @@ MetricTriple Inspector::curve_point(const std::vector<Block>& blocks, const std:
     vk::Pass pass(device_);
     oracle_->record(pass, block, inputs, budget, oracle);
     record_selection_step(pass, chosen, gpu_, block, inputs, budget, selection, sparse_, metrics_,
-                          {&cb->dense, &oracle, heads_per_row(s, oracle_->granularity()), needle_of(capture_)});
+                          {&cb->dense, &oracle, selection_rows(s, oracle_->granularity()).heads_per_row, needle_of(capture_)});
     pass.run();
     const double share = 1.0 / (double(s.heads) * curve_blocks_.size());
     for (const HeadMetrics& h : metrics_.read()) {

@@ -9,7 +9,7 @@
 #include "capture.h"
 #include "evaluator.h"
 #include "method.h"
-#include "query_stats.h"
+#include "query_stats_kernel.h"
 #include "selection_metrics.h"
 
 namespace kv {

@@ -7,38 +7,10 @@
 
 #include "block.h"
 #include "gpu_layer.h"
+#include "method_options.h"
 #include "vk/pass.h"
 
 namespace kv {
-
-enum class HeadAggregate : uint32_t { head, max, mean };  // --gqa-agg
-enum class GroupReduce : uint32_t { mean, max };           // --quoka-group
-
-// Every method's parameters (docs/methods.md), with their defaults. Each field
-// is a 32-bit value that one row of option_table() (methods/table.h) reads and
-// writes: the CLI's flags, the viewer's controls and key() all come from there.
-struct MethodOptions {
-  uint32_t page_size = 16;                      // quest
-  uint32_t group_size = 32;                     // fier
-  uint32_t n_q = 16;                            // quoka
-  GroupReduce quoka_group = GroupReduce::mean;  // quoka
-  HeadAggregate gqa_agg = HeadAggregate::head;  // quest, fier
-  uint32_t n_sink = 4;                          // streaming
-  uint32_t sparq_r = 32;                        // sparq: query components kept
-  uint32_t snap_window = 32;                    // snapkv: observation window (queries)
-  uint32_t snap_pool = 7;                       // snapkv: average-pooling kernel (odd)
-  uint32_t loki_r = 32;                         // loki: principal components kept
-  uint32_t sample_queries = 8;                  // sampleattention: queries sampled
-  uint32_t sample_stride = 16;                  // sampleattention: positions between them
-
-  // Every option, as text: a cache key for built methods and computed curves.
-  std::string key() const;
-};
-
-// A budget as users write it: a key count ("256") or a percentage of the
-// `tokens` keys ("3%", to the nearest key, at least 1). InputError, naming
-// `option`, for anything else.
-uint32_t parse_budget(const std::string& text, uint32_t tokens, const std::string& option);
 
 // What every method reads for a block, on the device.
 struct BlockInputs {

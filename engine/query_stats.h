@@ -3,9 +3,7 @@
 #include <vector>
 
 #include "capture.h"
-#include "gpu_layer.h"
 #include "block.h"
-#include "vk/kernel.h"
 
 namespace kv {
 
@@ -28,20 +26,5 @@ QueryRange query_stats_range(const Block& block, uint32_t chunk);
 // QuoKA's kept queries: the n_q least similar to the mean (ties toward the
 // lower position); all of them when the chunk has at most n_q.
 std::vector<bool> kept_queries(const std::vector<float>& cosine, uint32_t n_q);
-
-// Owner of query_stats.comp: the statistics of one head's chunk on the GPU
-// (one workgroup per query; a scratch row of probabilities per query).
-class QueryStatistics {
- public:
-  QueryStatistics(const vk::Device& device, const CaptureLayer& layer, const GpuLayer& gpu);
-  QueryStats compute(uint32_t head, const Block& block, uint32_t chunk, uint32_t n_q);
-
- private:
-  const vk::Device& device_;
-  const CaptureLayer& layer_;
-  const GpuLayer& gpu_;
-  vk::Kernel kernel_;
-  vk::Buffer queries_, probabilities_, cosines_, counts_;
-};
 
 }  // namespace kv

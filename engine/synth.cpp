@@ -81,9 +81,10 @@ std::vector<uint32_t> synthetic_needles(const SynthOptions& options, uint32_t la
 
 void write_synthetic_capture(const std::filesystem::path& path, const SynthOptions& o) {
   if (o.heads == 0 || o.kv_heads == 0 || o.heads % o.kv_heads != 0)
-    throw InputError("synth: --heads must be a positive multiple of --kv-heads");
-  if (o.dim < 8 || o.dim % 8 != 0) throw InputError("synth: --dim must be a positive multiple of 8");
-  if (o.tokens == 0 || o.layers == 0) throw InputError("synth: --tokens and --layers must be positive");
+    throw InputError("the query heads must be a positive multiple of the KV heads", "heads");
+  if (o.dim < 8 || o.dim % 8 != 0) throw InputError("the head dimension must be a positive multiple of 8", "dim");
+  if (o.tokens == 0) throw InputError("a capture needs at least one token", "tokens");
+  if (o.layers == 0) throw InputError("a capture needs at least one layer", "layers");
   if (uint64_t(o.heads) * o.tokens * o.dim > (uint64_t(1) << 32))
     throw InputError("synth: H x T x d exceeds 2^32 values per tensor");
 

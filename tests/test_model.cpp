@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "capture.h"
 #include "error.h"
@@ -237,13 +238,12 @@ TEST_F(ModelRunTest, LlamaDebian5mNeedleDenseFindsA2kPasskeyStreaming64DoesNot) 
   const model::Checkpoint checkpoint = model::Checkpoint::open(KVSCOPE_ASSETS "/models/llama-debian-5m");
   const auto tokenizer = model::open_tokenizer(KVSCOPE_ASSETS "/models/llama-debian-5m", checkpoint.config().vocab);
   model::NeedleConfig config;
-  config.lengths = {2048};
-  config.depths = {0.5};
-  config.methods = {"dense", "streaming"};
-  config.budgets = {64};
-  config.regimes = {model::NeedleRegime::decode};
-  config.seed = test::test_seed();
-  SCOPED_TRACE("seed " + std::to_string(config.seed));
+  config.prompts.lengths = {2048};
+  config.prompts.depths = {0.5};
+  config.prompts.seed = test::test_seed();
+  config.sweep.methods = {"dense", "streaming"};
+  config.sweep.budgets = {64};
+  SCOPED_TRACE("seed " + std::to_string(config.prompts.seed));
   const std::vector<model::NeedleResult> results = model::run_needle(test::device(), checkpoint, *tokenizer, config);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].method, "dense");
@@ -451,6 +451,67 @@ TEST_F(ModelRunTest, PlanSwitchesKeepEachMethodsMetadataCurrent) {
   only_fier.select(fier);
   only_fier.prefill(all.first(prompt));
   EXPECT_EQ(fier_after_rewind, decode(only_fier, all.subspan(prompt, steps)));
+}
+
+// GPU time is told by part where it is recorded, not by its stage's name:
+// TOVA's scoring pass (its stage named attention_scores) and the dense pass
+// that feeds it are selection; attention over its set is attention.
+TEST_F(ModelRunTest, StagesCountTowardThePartThatRecordedThem) {
+  if (test::device().timestamp_valid_bits() == 0) GTEST_SKIP() << "the device has no timestamps";
+  TinyModel m{"stage_parts"};
+  m.layers = 2;
+  const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, test::test_seed()));
+  model::Model runner(test::device(), checkpoint, 40, 8);
+  runner.select({.decode_method = "tova", .decode_budget = 8, .dense_layers = {0}});
+  std::vector<int32_t> tokens(33);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i % m.vocab);
+  runner.prefill(std::span(tokens).first(32));
+  runner.append(std::span(tokens).subspan(32, 1));
+  auto part_of = [&](const std::string& stage) {
+    std::set<vk::Part> parts;
+    for (const vk::StageTime& t : runner.stage_times())
+      if (t.stage == stage) parts.insert(t.part);
+    return parts;
+  };
+  EXPECT_EQ(part_of("attention_scores"), std::set<vk::Part>{vk::Part::selection});
+  EXPECT_EQ(part_of("dense_lse_partial"), std::set<vk::Part>{vk::Part::selection});
+  EXPECT_EQ(part_of("sparse_attention_partial"), std::set<vk::Part>{vk::Part::attention});
+  EXPECT_EQ(part_of("attention_partial"), std::set<vk::Part>{vk::Part::attention});  // layer 0 and the prefill: dense
+  EXPECT_EQ(part_of("qkv"), std::set<vk::Part>{vk::Part::model});
+  double selection = 0;
+  for (const vk::StageTime& t : runner.stage_times())
+    if (t.part == vk::Part::selection) selection += t.milliseconds;
+  EXPECT_DOUBLE_EQ(runner.ms_by_part().at("selection"), selection);
+}
+
+// A needle cell's JSON records the plan its runs had, whole (the prefill
+// budget of a `both` run too), and reading the JSON back, as the viewer does
+// before a re-run, gives that plan.
+TEST_F(ModelRunTest, NeedleResultsRecordThePlanEachCellRan) {
+  const model::Checkpoint checkpoint = model::Checkpoint::open(KVSCOPE_ASSETS "/models/llama-debian-5m");
+  const auto tokenizer = model::open_tokenizer(KVSCOPE_ASSETS "/models/llama-debian-5m", checkpoint.config().vocab);
+  model::NeedleConfig config;
+  config.prompts.lengths = {256};
+  config.prompts.depths = {0.5};
+  config.sweep.methods = {"dense", "quest"};
+  config.sweep.budgets = {48};
+  config.sweep.regime = model::Regime::both;
+  config.sweep.prefill_budget = 24;
+  config.sweep.dense_layers = {1};
+  config.sweep.options.page_size = 8;
+  config.chunk = 32;
+  const std::vector<model::NeedleResult> results = model::run_needle(test::device(), checkpoint, *tokenizer, config);
+  ASSERT_EQ(results.size(), 2u);
+  const model::SelectionPlan both{.decode_method = "quest", .decode_budget = 48, .prefill_method = "quest",
+                                  .prefill_budget = 24, .options = config.sweep.options, .dense_layers = {1}};
+  EXPECT_EQ(results[0].plan, model::SelectionPlan{});
+  EXPECT_EQ(results[1].plan, both);
+  const nlohmann::json written = nlohmann::json::parse(model::needle_json(config, results).dump());
+  const std::vector<model::NeedleResult> read = model::needle_results_from_json(written);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].plan, model::SelectionPlan{});
+  EXPECT_EQ(read[1].plan, both);
+  EXPECT_EQ(written["results"][1]["regime"], "both");
 }
 
 TEST_F(ModelRunTest, SelectionPlanRefusals) {

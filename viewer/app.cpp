@@ -12,6 +12,14 @@
 
 namespace kv::viewer {
 
+std::string shown_error(const std::exception& e) {
+  const auto* input = dynamic_cast<const InputError*>(&e);
+  if (!input || input->setting.empty()) return e.what();
+  std::string setting = input->setting;
+  std::replace_if(setting.begin(), setting.end(), [](char c) { return c == '_' || c == '-'; }, ' ');
+  return setting + ": " + e.what();
+}
+
 App::App(const vk::Device& device, std::unique_ptr<Capture> capture, const std::string& capture_path, ViewState state)
     : device_(device), capture_(std::move(capture)), capture_path_(capture_path), state_(state) {
   std::snprintf(path_field_, sizeof path_field_, "%s", capture_path.c_str());
@@ -38,7 +46,7 @@ void App::open_capture(const std::string& path) {
     dirty_ = true;
     error_.clear();
   } catch (const std::exception& e) {
-    error_ = e.what();
+    error_ = shown_error(e);
   }
 }
 
@@ -137,7 +145,7 @@ void App::frame() {
     refresh_curves();
     refresh_query_stats();
   } catch (const std::exception& e) {
-    error_ = e.what();
+    error_ = shown_error(e);
     curve_todo_.clear();  // the keys stay, so a failed computation is not retried every frame
   }
   controls_panel();

@@ -14,6 +14,9 @@
 
 namespace kv::viewer {
 
+// An error as the viewer shows it: an input error's setting named first, in words.
+std::string shown_error(const std::exception& e);
+
 // What the user chose; every change re-runs selection and metrics.
 struct ViewState {
   int layer = 0;  // a layer index of the capture
@@ -55,7 +58,7 @@ class App {
   void cosine_panel();
   void latency_panel();
   void needle_panel();
-  void rerun_needle(const NeedleCell& cell);
+  void rerun_needle(const model::NeedleResult& cell);
   std::vector<Block> blocks() const;
   const Capture& capture() const { return *capture_; }
   Block current_block() const;

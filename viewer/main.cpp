@@ -2,6 +2,7 @@
 // Drives the same engine API as the CLI; `--screenshot out.png` renders one
 // state and exits, so the viewer can be tested and pictured without a person.
 #define GLFW_INCLUDE_VULKAN
+#include <algorithm>
 #include <GLFW/glfw3.h>
 #include <imgui.h>
 #include <backends/imgui_impl_glfw.h>
@@ -188,7 +189,10 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const kv::InputError& e) {
-    std::fprintf(stderr, "kvscope-viewer: %s\n", e.what());
+    // The engine names a setting in its own words; the viewer's flag is the same with dashes.
+    std::string flag = e.setting;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    std::fprintf(stderr, "kvscope-viewer: %s%s%s\n", flag.empty() ? "" : "--", flag.empty() ? "" : (flag + ": ").c_str(), e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kvscope-viewer: %s\n", e.what());

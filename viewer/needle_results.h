@@ -4,26 +4,16 @@
 #include <string>
 #include <vector>
 
-#include "method.h"
+#include "model/needle.h"
 
 namespace kv::viewer {
 
-struct NeedleCell {
-  uint32_t length = 0;
-  double depth = 0;
-  std::string method;  // "dense" or a method
-  uint32_t budget = 0;
-  std::string regime;  // "dense", "decode", "prefill" or "both"
-  double accuracy = 0;
-  uint32_t samples = 0;
-};
-
 struct NeedleResults {
-  std::string path, model, tokenizer, task, haystack_file;
-  uint32_t seed = 0, chunk = 128;
-  MethodOptions options;
-  std::vector<uint32_t> dense_layers;
-  std::vector<NeedleCell> cells;
+  std::string path, model, tokenizer, haystack_file;
+  model::NeedlePrompts prompts;  // without the haystack's text: haystack_file has it
+  uint32_t chunk = 128;
+  // Each cell with the plan its runs had: a re-run runs exactly that plan.
+  std::vector<model::NeedleResult> cells;
 };
 
 // InputError naming the file and the field when it is not needle's JSON.

@@ -29,8 +29,9 @@ ImVec4 accuracy_colour(double a) {
   return a < 0.5 ? ImVec4(0.86f, float(0.24 + 1.3 * a), 0.24f, 1) : ImVec4(float(0.86 - 1.33 * (a - 0.5)), 0.88f, 0.24f, 1);
 }
 
-std::string cell_title(const NeedleCell& c) {
-  return c.method == "dense" ? std::string("dense") : c.method + " " + std::to_string(c.budget) + " " + c.regime;
+std::string cell_title(const model::NeedleResult& c) {
+  return c.method == "dense" ? std::string("dense")
+                             : c.method + " " + std::to_string(c.budget) + " " + model::plan_regime_name(c.plan);
 }
 
 }  // namespace
@@ -38,33 +39,27 @@ std::string cell_title(const NeedleCell& c) {
 void App::load_needle(NeedleResults results, int rerun) {
   needle_ = std::move(results);
   if (rerun >= 0) {
-    const NeedleCell cell = needle_->cells[size_t(rerun)];
+    const model::NeedleResult cell = needle_->cells[size_t(rerun)];
     rerun_needle(cell);
     if (!error_.empty()) throw InputError(error_);
   }
 }
 
-void App::rerun_needle(const NeedleCell& cell) {
+void App::rerun_needle(const model::NeedleResult& cell) {
   const NeedleResults& r = *needle_;
   try {
     const model::Checkpoint checkpoint = model::Checkpoint::open(r.model);
     const auto tokenizer = model::open_tokenizer(
         r.tokenizer.empty() ? model::default_tokenizer(r.model) : std::filesystem::path(r.tokenizer), checkpoint.config().vocab);
-    model::NeedleConfig config;
-    config.task = r.task == "kv" ? model::NeedleTask::kv : model::NeedleTask::passkey;
-    config.seed = r.seed;
-    if (config.task == model::NeedleTask::kv) config.haystack = model::read_text_file(r.haystack_file);
-    const model::RetrievalPrompt prompt = model::needle_sample_prompt(config, *tokenizer, cell.length, cell.depth, 0);
-    model::SelectionPlan plan;  // decode-regime cells prefill densely
-    plan.options = r.options;
-    plan.dense_layers = r.dense_layers;
-    if (cell.regime == "prefill" || cell.regime == "both") {
-      plan.prefill_method = cell.method;
-      plan.prefill_budget = cell.budget;
-    }
+    model::NeedlePrompts prompts = r.prompts;
+    if (prompts.task == model::NeedleTask::kv) prompts.haystack = model::read_text_file(r.haystack_file);
+    const model::RetrievalPrompt prompt = model::needle_sample_prompt(prompts, *tokenizer, cell.length, cell.depth, 0);
     std::vector<uint32_t> layers;
     for (uint32_t l = 0; l < checkpoint.config().layers; ++l) layers.push_back(l);
-    model::PromptCapture captured = model::capture_prompt(device_, checkpoint, *tokenizer, prompt, true, layers, r.chunk, plan);
+    // The prompt's prefill with the cell's recorded plan: a decode-regime
+    // cell's prefill is dense, as it was when measured.
+    model::PromptCapture captured =
+        model::capture_prompt(device_, checkpoint, *tokenizer, prompt, true, layers, r.chunk, cell.plan);
     captured.data.model = r.model;
     captured.data.source = "kvscope-viewer: " + r.path + ", " + cell_title(cell) + ", length " + std::to_string(cell.length) +
                            ", depth " + std::to_string(cell.depth);
@@ -77,18 +72,21 @@ void App::rerun_needle(const NeedleCell& cell) {
     const model::RetrievalHead head = model::find_retrieval_head(capture());
     state_.layer = head.layer;
     state_.head = int(head.head);
-    state_.mode = cell.regime == "prefill" ? Mode::prefill : Mode::decode;
+    // The viewer shows one block kind: the prefill chunks where only they
+    // select, else the decode steps.
+    const bool prefill_only = cell.plan.decode_method.empty() && !cell.plan.prefill_method.empty();
+    state_.mode = prefill_only ? Mode::prefill : Mode::decode;
     state_.chunk = r.chunk;
-    state_.options = r.options;
-    if (cell.method != "dense") {
-      state_.method = cell.method;
-      state_.budget = int(cell.budget);
+    state_.options = cell.plan.options;
+    if (cell.plan.any()) {
+      state_.method = prefill_only ? cell.plan.prefill_method : cell.plan.decode_method;
+      state_.budget = int(prefill_only ? cell.plan.prefill_budget : cell.plan.decode_budget);
     }
     needle_status_ = cell_title(cell) + " at " + std::to_string(cell.length) + " tokens, depth " +
                      std::to_string(cell.depth).substr(0, 4) + ": retrieval head " + std::to_string(head.layer) + "." +
                      std::to_string(head.head) + " (" + std::to_string(head.needle_mass).substr(0, 5) + " of its mass on the needle)";
   } catch (const std::exception& e) {
-    error_ = e.what();
+    error_ = shown_error(e);
   }
 }
 
@@ -102,20 +100,21 @@ void App::needle_panel() {
   }
   const NeedleResults& r = *needle_;
   ImGui::TextWrapped("%s: %s task, model %s. A cell is accuracy at (length, depth); click one to re-run its prompt "
-                     "and see the method on the retrieval head.", r.path.c_str(), r.task.c_str(), r.model.c_str());
+                     "and see the method on the retrieval head.", r.path.c_str(),
+                     r.prompts.task == model::NeedleTask::kv ? "kv" : "passkey", r.model.c_str());
   if (!needle_status_.empty()) ImGui::TextWrapped("shown: %s", needle_status_.c_str());
   std::set<uint32_t> length_set;
   std::set<double> depth_set;
   std::vector<std::string> groups;
-  std::map<std::string, std::map<std::pair<uint32_t, double>, const NeedleCell*>> by_group;
-  for (const NeedleCell& c : r.cells) {
+  std::map<std::string, std::map<std::pair<uint32_t, double>, const model::NeedleResult*>> by_group;
+  for (const model::NeedleResult& c : r.cells) {
     length_set.insert(c.length);
     depth_set.insert(c.depth);
     const std::string title = cell_title(c);
     if (!by_group.count(title)) groups.push_back(title);
     by_group[title][{c.length, c.depth}] = &c;
   }
-  const NeedleCell* clicked = nullptr;
+  const model::NeedleResult* clicked = nullptr;
   if (ImGui::BeginTable("heatmaps", 4)) {
     for (const std::string& title : groups) {
       ImGui::TableNextColumn();
@@ -130,13 +129,13 @@ void App::needle_panel() {
             ImGui::Dummy(ImVec2(28, 14));
             continue;
           }
-          const NeedleCell& c = *it->second;
+          const model::NeedleResult& c = *it->second;
           ImGui::PushID(int(length) * 1000 + int(depth * 100));
-          if (ImGui::ColorButton("##cell", accuracy_colour(c.accuracy), ImGuiColorEditFlags_NoTooltip, ImVec2(28, 14)))
+          if (ImGui::ColorButton("##cell", accuracy_colour(c.accuracy()), ImGuiColorEditFlags_NoTooltip, ImVec2(28, 14)))
             clicked = &c;
           if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s\nlength %u, depth %.2f: accuracy %.2f over %u\nclick: re-run it", title.c_str(), length,
-                              depth, c.accuracy, c.samples);
+                              depth, c.accuracy(), c.samples);
           ImGui::PopID();
         }
       }
@@ -146,10 +145,10 @@ void App::needle_panel() {
   }
   // Accuracy against the budget, mean over lengths and depths, per method and regime.
   std::map<std::string, std::map<uint32_t, std::pair<double, int>>> curves;
-  for (const NeedleCell& c : r.cells)
+  for (const model::NeedleResult& c : r.cells)
     if (c.method != "dense") {
-      auto& point = curves[c.method + " " + c.regime][c.budget];
-      point.first += c.accuracy;
+      auto& point = curves[c.method + " " + model::plan_regime_name(c.plan)][c.budget];
+      point.first += c.accuracy();
       point.second += 1;
     }
   ImGui::Separator();

@@ -21,13 +21,13 @@ class Fier final : public Method {
   Fier(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
       : layer_(layer),
         options_(options),
-        rows_(head_rows(layer.shape, options.gqa_agg)),
+        rows_(selection_rows(layer.shape, aggregate_granularity(options.gqa_agg))),
         keys_(device, layer, options.group_size),
         mean_query_(device, layer),
         scores_kernel_(make_layer_kernel<layouts::FierScoresPush>(device, "fier_approx_scores", fier_approx_scores_spirv, 5,
                                                                   layer.shape, layer.dtype)),
         topk_(device),
-        scores_(device, size_t(rows_.rows) * layer.shape.tokens * sizeof(float)) {
+        scores_(device, size_t(rows_.count) * layer.shape.tokens * sizeof(float)) {
     vk::Pass build(device);
     keys_.record_update(build, 0, layer.shape.tokens);
     build.run();
@@ -36,9 +36,9 @@ class Fier final : public Method {
 
   std::string name() const override { return "fier"; }
   Granularity granularity() const override {
-    return options_.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
+    return aggregate_granularity(options_.gqa_agg);
   }
-  ScoreView scores() const override { return {&scores_, rows_.rows, layer_.shape.tokens, 1}; }
+  ScoreView scores() const override { return {&scores_, rows_.count, layer_.shape.tokens, 1}; }
   nlohmann::json params() const override {
     return {{"group_size", options_.group_size}, {"gqa_agg", find_option("gqa-agg").text(options_)}};
   }
@@ -58,17 +58,17 @@ class Fier final : public Method {
     const uint32_t fresh_block = partial ? candidates / options_.group_size : FIER_NO_FRESH_BLOCK;
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::FierScoresPush push{s.heads, s.kv_heads, s.tokens, options_.group_size, keys_.blocks(), candidates,
-                                 s.tokens, rows_.heads_per_row, rows_.aggregate, query.raw_query, fresh_block};
+                                 s.tokens, rows_.heads_per_row, aggregate_code(options_.gqa_agg), query.raw_query, fresh_block};
     pass.dispatch(scores_kernel_,
                   {query.buffer, &keys_.low_high(), &keys_.bits(), &scores_, &layer_.keys},
                   push, pair_workgroups(candidates, options_.group_size), s.kv_heads, 1, "approx_scores");
-    topk_.record(pass, scores_, rows_.rows, candidates, s.tokens, budget, indices, budget);
+    topk_.record(pass, scores_, rows_.count, candidates, s.tokens, budget, indices, budget);
   }
 
  private:
   const GpuLayer& layer_;
   MethodOptions options_;
-  HeadRows rows_;
+  SelectionRows rows_;
   FierKeys keys_;
   MeanQuery mean_query_;
   vk::Kernel scores_kernel_;

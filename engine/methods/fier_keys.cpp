@@ -9,7 +9,7 @@ namespace kv {
 namespace {
 const AttentionShape& checked(const AttentionShape& shape, uint32_t group_size) {
   if (shape.dim % 32 != 0) throw InputError("fier packs 32 channels a word: d=" + std::to_string(shape.dim) + " is not a multiple of 32");
-  if (group_size == 0) throw InputError("fier: --group-size must be positive");
+  if (group_size == 0) throw InputError("fier's key groups must hold at least one token", "group-size");
   return shape;
 }
 }  // namespace

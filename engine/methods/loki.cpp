@@ -33,8 +33,9 @@ static_assert(LOKI_TILE == 128, "a tile of projected keys is a tile_walkers tile
 uint32_t checked_rank(const AttentionShape& shape, uint32_t rank) {
   rank = std::min(rank, shape.dim);
   if (size_t(rank) * shape.dim > LOKI_MAX_BASIS)
-    throw InputError("--loki-r " + std::to_string(rank) + " is too large for d=" + std::to_string(shape.dim) +
-                     " (rank x d must be at most " + std::to_string(LOKI_MAX_BASIS) + ")");
+    throw InputError(std::to_string(rank) + " principal components are too many for d=" + std::to_string(shape.dim) +
+                         " (rank x d must be at most " + std::to_string(LOKI_MAX_BASIS) + ")",
+                     "loki-r");
   return rank;
 }
 

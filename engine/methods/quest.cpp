@@ -50,12 +50,12 @@ class Quest final : public Method {
   Quest(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
       : layer_(layer),
         options_(options),
-        rows_(head_rows(layer.shape, options.gqa_agg)),
+        rows_(selection_rows(layer.shape, aggregate_granularity(options.gqa_agg))),
         pages_(device, layer, options.page_size),
         mean_query_(device, layer),
         score_kernels_(page_score_kernels(device, layer)),
         topk_(device),
-        scores_(device, size_t(rows_.rows) * pages_.pages() * sizeof(float)) {
+        scores_(device, size_t(rows_.count) * pages_.pages() * sizeof(float)) {
     vk::Pass build(device);
     pages_.record_update(build, 0, layer.shape.tokens);
     build.run();
@@ -64,9 +64,9 @@ class Quest final : public Method {
 
   std::string name() const override { return "quest"; }
   Granularity granularity() const override {
-    return options_.gqa_agg == HeadAggregate::head ? Granularity::query_head : Granularity::kv_head;
+    return aggregate_granularity(options_.gqa_agg);
   }
-  ScoreView scores() const override { return {&scores_, rows_.rows, pages_.pages(), options_.page_size}; }
+  ScoreView scores() const override { return {&scores_, rows_.count, pages_.pages(), options_.page_size}; }
   nlohmann::json params() const override {
     return {{"page_size", options_.page_size}, {"gqa_agg", find_option("gqa-agg").text(options_)}};
   }
@@ -84,19 +84,19 @@ class Quest final : public Method {
     const uint32_t kept = budget / page_size > 1 ? budget / page_size - 1 : 0;
     const QuerySource query = mean_query_.record(pass, *inputs.queries, block.n_queries);
     layouts::PageScoresPush push{s.heads, s.kv_heads, pages_.pages(), scored_pages, pages_.pages(), rows_.heads_per_row,
-                                 rows_.aggregate, query.raw_query};
+                                 aggregate_code(options_.gqa_agg), query.raw_query};
     const size_t parts = page_score_parts_index(s.kv_heads, scored_pages);
     pass.dispatch(score_kernels_[parts], {query.buffer, &pages_.minmax(), &scores_}, push,
                   page_score_workgroups(parts, scored_pages), s.kv_heads, 1, "page_scores");
     // The top-k writes the kept pages as tokens, with the last page's.
-    topk_.record_pages(pass, scores_, rows_.rows, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
+    topk_.record_pages(pass, scores_, rows_.count, scored_pages, pages_.pages(), kept, page_size, candidates, indices,
                        list_width(budget));
   }
 
  private:
   const GpuLayer& layer_;
   MethodOptions options_;
-  HeadRows rows_;
+  SelectionRows rows_;
   QuestPages pages_;
   MeanQuery mean_query_;
   std::vector<vk::Kernel> score_kernels_;  // by kPageScoreParts

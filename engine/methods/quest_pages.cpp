@@ -8,7 +8,7 @@ namespace kv {
 namespace {
 
 uint32_t checked_page_size(uint32_t page_size) {
-  if (page_size == 0) throw InputError("quest: --page-size must be positive");
+  if (page_size == 0) throw InputError("quest's pages must hold at least one key", "page-size");
   return page_size;
 }
 

@@ -70,7 +70,7 @@ class Quoka final : public Method {
         aggregates_(device, size_t(layer.shape.heads) * std::max<uint32_t>(1, options.n_q) * layer.shape.dim * sizeof(float)),
         group_arrivals_(device, size_t(layer.shape.kv_heads) * sizeof(uint32_t)),
         scores_(device, size_t(layer.shape.kv_heads) * layer.shape.tokens * sizeof(float)) {
-    if (options.n_q == 0) throw InputError("quoka: --n-q must be positive");
+    if (options.n_q == 0) throw InputError("quoka must keep at least one query", "n-q");
     group_arrivals_.fill(0);  // quoka_query_cosine leaves it zeroed after every use
     // One aggregate (decode) costs quoka_key_scores_matrix more than the
     // scalar kernel (docs/perf-experiments.md), quoka_key_scores_fragments less

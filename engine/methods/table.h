@@ -11,27 +11,6 @@
 
 namespace kv {
 
-// One method option: a field of MethodOptions, its flag and how far it goes.
-struct OptionSpec {
-  const char* flag;  // --FLAG on the CLI; the viewer's label; its name in bench's JSON (with '_')
-  const char* help;  // one line: what it is, for which method
-  uint32_t lowest = 0, highest = 0;  // values the CLI accepts (indices of `names` for named values)
-  std::vector<const char*> names;    // named values (--quoka-group mean|max); empty: a count
-  bool odd = false;                  // only odd values (a pooling kernel)
-  uint32_t viewer_lowest = 0, viewer_highest = 0;  // the viewer's slider; viewer_highest 0: the head dimension
-  uint32_t (*get)(const MethodOptions&) = nullptr;
-  void (*set)(MethodOptions&, uint32_t) = nullptr;
-
-  // The value as the CLI spells it: a number, or its name.
-  std::string text(const MethodOptions& options) const;
-  // Sets the option from its CLI spelling; InputError naming the flag when it is out of range.
-  void parse(MethodOptions& options, const std::string& text) const;
-};
-
-// Every option of every method, in the order --help lists them.
-const std::vector<OptionSpec>& option_table();
-const OptionSpec& find_option(const std::string& flag);
-
 // What a step of a method moves at least, for bench's GB/s column.
 struct StageSizes {
   AttentionShape shape;
@@ -81,12 +60,10 @@ bool is_method(const std::string& name);
 std::unique_ptr<Method> make_method(const vk::Device& device, const GpuLayer& layer, const std::string& name,
                                     const MethodOptions& options, Mode mode, uint32_t max_queries);
 
-// Rows and aggregation of a method scored per query head or per KV head (--gqa-agg).
-struct HeadRows {
-  uint32_t rows;
-  uint32_t heads_per_row;
-  uint32_t aggregate;  // AGGREGATE_* of layouts.h
-};
-HeadRows head_rows(const AttentionShape& shape, HeadAggregate aggregate);
+// A method scored per query head, or per KV head over its group (--gqa-agg):
+// the granularity of its selection, and how a row's heads combine (AGGREGATE_*
+// of layouts.h).
+Granularity aggregate_granularity(HeadAggregate aggregate);
+uint32_t aggregate_code(HeadAggregate aggregate);
 
 }  // namespace kv

@@ -26,7 +26,7 @@ inline std::filesystem::path default_tokenizer(const std::filesystem::path& mode
   for (const auto& entry : std::filesystem::directory_iterator(model.parent_path().empty() ? "." : model.parent_path()))
     if (entry.path().filename().string().rfind("tok", 0) == 0 && entry.path().extension() == ".bin" && entry.path() != model)
       found = entry.path(), ++count;
-  if (count != 1) throw InputError("give --tokenizer: no single tok*.bin beside " + model.string());
+  if (count != 1) throw InputError("no single tok*.bin beside " + model.string(), "tokenizer");
   return found;
 }
 

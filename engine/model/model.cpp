@@ -4,29 +4,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "../shaders/layouts.h"
 #include "element_type.h"
 #include "error.h"
 #include "block_step.h"
-#include "layer_kernel.h"
-#include "methods/table.h"
-#include "model_argmax.spv.h"
-#include "model_embed.spv.h"
-#include "model_matmul.spv.h"
-#include "model_matmul_matrix.spv.h"
-#include "model_matmul_matrix_khr.spv.h"
-#include "model_matvec.spv.h"
-#include "model_rmsnorm.spv.h"
-#include "model_rope.spv.h"
-#include "model_swiglu.spv.h"
 
 namespace kv::model {
 namespace {
-
-// model_matmul's tile (rows x tokens a workgroup), model_matvec's rows a
-// workgroup, model_matmul_matrix's tile.
-constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
-constexpr uint32_t kMatrixRows = 64, kMatrixTokens = 32;
 
 // Whether a prefill chunk's linear layers run on tensor cores
 // (model_matmul_matrix.comp): fp16 weights whose rows, and an input head's
@@ -67,29 +50,17 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
       dtype_(checkpoint.matrix_dtype()),
       capacity_(checked_capacity(checkpoint.config(), capacity)),
       chunk_(std::max(1u, std::min(chunk, capacity))),
-      embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)}, std::vector<uint32_t>{element_type(dtype_)}),
-      rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
-      matvec_(device, "model_matvec", model_matvec_spirv, {4, sizeof(layouts::ModelMatmulPush)},
-              std::vector<uint32_t>{element_type(dtype_)}),
-      matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
-              std::vector<uint32_t>{element_type(dtype_), kTileRows, kTileTokens, kTileRows * kTileTokens}),
-      rope_(device, "model_rope", model_rope_spirv, {8, sizeof(layouts::ModelRopePush)}, std::vector<uint32_t>{element_type(dtype_)}),
-      swiglu_(device, "model_swiglu", model_swiglu_spirv, {2, sizeof(layouts::ModelSwigluPush)}, {}),
-      argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
+      kernels_(device, dtype_, linear_layers_on_matrices(device, checkpoint.config(), dtype_)),
       embedding_(upload_weight(device, checkpoint.embedding())),
       final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
-      no_bias_(upload_floats(device, {})),
       tied_(checkpoint.tied()),
       attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_),
-      sparse_attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::sparse, chunk_) {
+      sparse_attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::sparse, chunk_),
+      selection_(device, caches_, chunk_) {
   const ModelConfig& c = config_;
   if (c.hidden % 2 || c.intermediate % 2)  // the linear layers take channels in pairs
     throw InputError(checkpoint.source() + ": the hidden and intermediate sizes must be even");
   if (!tied_) lm_head_ = upload_weight(device, checkpoint.lm_head());
-  if (linear_layers_on_matrices(device, c, dtype_))
-    matmul_matrix_.emplace(device, "model_matmul_matrix",
-                           vk::cooperative_matrix_spirv(device, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv),
-                           vk::KernelLayout{4, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
   for (const LayerWeights& w : checkpoint.layers()) {
     DeviceLayer d{upload_floats(device, to_floats(w.attention_norm)), upload_floats(device, to_floats(w.mlp_norm)),
                   upload_weight(device, w.wq), upload_weight(device, w.wk), upload_weight(device, w.wv),
@@ -130,128 +101,35 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   chosen_ = vk::Buffer(device, 4, vk::MemoryKind::host_staging);
 }
 
-void Model::record_matmul(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& input, vk::Buffer& output,
-                          const vk::Buffer* bias, uint32_t n_tokens, uint32_t n_in, uint32_t n_out, bool accumulate,
-                          uint32_t input_head_dim, const std::string& stage) const {
-  const layouts::ModelMatmulPush push{n_tokens, n_in, n_out, accumulate ? 1u : 0u, bias ? 1u : 0u, input_head_dim};
-  if (n_tokens > 1 && matmul_matrix_)
-    pass.dispatch(*matmul_matrix_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kMatrixRows),
-                  ceil_div(n_tokens, kMatrixTokens), 1, stage);
-  else if (n_tokens == 1)
-    pass.dispatch(matvec_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kMatvecRows), 1, 1, stage);
-  else
-    pass.dispatch(matmul_, {&weights, &input, &output, bias ? bias : &no_bias_}, push, ceil_div(n_out, kTileRows),
-                  ceil_div(n_tokens, kTileTokens), 1, stage);
-}
-
-namespace {
-
-// Methods whose inputs a model run does not have: every past query (SnapKV,
-// H2O, SampleAttention), or every key of the cache at once (Loki's basis).
-void refuse_outside_model_runs(const MethodSpec& spec, const std::string& command) {
-  const std::string who = (command.empty() ? "" : command + ": ") + spec.name;
-  if (spec.reads_past_queries)
-    throw InputError(who + " reads every past query, which a model run does not keep: run it with eval on a capture");
-  if (spec.builds_from_whole_cache)
-    throw InputError(who + " builds from the whole cache at once, which a model run fills as it goes: run it with eval on a capture");
-}
-
-}  // namespace
-
-MethodSweep split_method_sweep(const std::vector<std::string>& names, const std::string& command) {
-  MethodSweep sweep;
-  for (const std::string& name : names) {
-    if (name == "dense") {
-      sweep.dense = true;
-      continue;
-    }
-    refuse_outside_model_runs(find_method(name), command);
-    sweep.methods.push_back(name);
-  }
-  return sweep;
-}
-
-Model::RegimeMethods Model::build_regime(const std::string& name, Mode mode) const {
-  refuse_outside_model_runs(find_method(name), "");
-  RegimeMethods regime;
-  const uint32_t max_queries = mode == Mode::decode ? 1 : chunk_;
-  for (uint32_t l = 0; l < config_.layers; ++l) {
-    const bool dense = std::find(plan_.dense_layers.begin(), plan_.dense_layers.end(), l) != plan_.dense_layers.end();
-    regime.by_layer.push_back(dense ? nullptr : make_method(device_, *caches_[l], name, plan_.options, mode, max_queries));
-  }
-  regime.updated.assign(config_.layers, 0);
-  return regime;
-}
-
-void Model::set_budget(RegimeMethods& regime, uint32_t budget) const {
-  regime.budget = budget;
-  uint32_t width = 0;
-  for (const auto& method : regime.by_layer)
-    if (method) width = std::max(width, method->list_width(budget));
-  const size_t bytes = size_t(config_.heads) * width * sizeof(int32_t);
-  if (width > 0 && (!regime.list || regime.list->bytes() < bytes)) regime.list = std::make_unique<vk::Buffer>(device_, bytes);
-}
-
-void Model::select(const SelectionPlan& plan) {
-  for (uint32_t l : plan.dense_layers)
-    if (l >= config_.layers)
-      throw InputError("--dense-layers: the model has layers 0 to " + std::to_string(config_.layers - 1) + ", not " + std::to_string(l));
-  // A method's objects depend on its options and the dense layers, not on its
-  // budget: a sweep that comes back to a method, or passes through dense
-  // between methods, keeps their pipelines.
-  std::string setup = plan.options.key() + " dense layers";
-  for (uint32_t l : plan.dense_layers) setup += " " + std::to_string(l);
-  if (plan.any() && setup != built_setup_) {
-    built_.clear();
-    built_setup_ = setup;
-  }
-  plan_ = plan;
-  auto regime = [&](const std::string& name, uint32_t budget, Mode mode) -> RegimeMethods* {
-    if (name.empty()) return nullptr;
-    if (budget == 0) throw InputError(std::string("the ") + mode_name(mode) + " method " + name + " needs a budget above 0");
-    auto it = built_.find({name, mode});
-    if (it == built_.end()) it = built_.emplace(std::make_pair(name, mode), build_regime(name, mode)).first;
-    set_budget(it->second, budget);
-    return &it->second;
-  };
-  try {
-    decode_methods_ = regime(plan.decode_method, plan.decode_budget, Mode::decode);
-    prefill_methods_ = regime(plan.prefill_method, plan.prefill_budget, Mode::prefill);
-  } catch (...) {
-    plan_ = {};
-    decode_methods_ = prefill_methods_ = nullptr;
-    throw;
-  }
-}
-
 void Model::rewind(uint32_t length) {
   if (length > length_) throw InputError("rewind to " + std::to_string(length) + ": the run holds " + std::to_string(length_) + " positions");
   length_ = length;
-  for (auto& [method_and_mode, regime] : built_)
-    for (uint32_t& covered : regime.updated) covered = std::min(covered, length);
+  selection_.rewind(length);
 }
 
 const vk::Buffer& Model::record_attention(vk::Pass& pass, uint32_t layer, const Block& block) {
-  RegimeMethods* regime = block.mode == Mode::decode ? decode_methods_ : prefill_methods_;
-  Method* method = regime ? regime->by_layer[layer].get() : nullptr;
+  const GpuLayer& cache = *caches_[layer];
   const AttentionRequest dense{&queries_, block.n_queries, block.first_query};
-  // Where the budget holds every candidate, the selection would be all of them.
-  if (!method || regime->budget >= block.candidates()) {
-    attention_.record(pass, *caches_[layer], dense, "attention");
+  const SelectionRuntime::LayerSelection selection = selection_.prepare(pass, layer, block);
+  if (!selection.method) {
+    vk::Pass::PartScope part(pass, vk::Part::attention);
+    attention_.record(pass, cache, dense, "attention");
     return attention_.output_buffer();
   }
-  const GpuLayer& cache = *caches_[layer];
-  method->record_cache_update(pass, regime->updated[layer], length_ + block.n_queries);
-  regime->updated[layer] = length_ + block.n_queries;
-  BlockInputs inputs{&queries_, nullptr};
-  if (method->needs_dense_lse()) {  // TOVA and the prefill oracle read dense probabilities
-    attention_.record(pass, cache, dense, "attention");
-    inputs.dense_lse = &attention_.log_sum_exp_buffer();
+  Method& method = *selection.method;
+  {
+    vk::Pass::PartScope part(pass, vk::Part::selection);
+    BlockInputs inputs{&queries_, nullptr};
+    if (method.needs_dense_lse()) {  // TOVA and the prefill oracle read dense probabilities: selection's cost
+      attention_.record(pass, cache, dense, "dense_lse");
+      inputs.dense_lse = &attention_.log_sum_exp_buffer();
+    }
+    method.record(pass, block, inputs, selection.budget, *selection.list);
   }
-  const uint32_t width = method->list_width(regime->budget);
-  method->record(pass, block, inputs, regime->budget, *regime->list);
+  vk::Pass::PartScope part(pass, vk::Part::attention);
   sparse_attention_.record(pass, cache,
-                           sparse_request(queries_, block, *regime->list, heads_per_row(cache.shape, method->granularity()), width),
+                           sparse_request(queries_, block, *selection.list, selection_rows(cache.shape, method.granularity()).heads_per_row,
+                                          method.list_width(selection.budget)),
                            "sparse_attention");
   return sparse_attention_.output_buffer();
 }
@@ -271,35 +149,37 @@ void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode 
   tokens_.upload(std::as_bytes(tokens));
   const uint32_t q_dim = c.heads * c.head_dim, kv_dim = c.kv_heads * c.head_dim;
   const Block block{mode, length_, n};
-  vk::Pass pass(device_, 64 * c.layers + 16);
-  pass.dispatch(embed_, {&embedding_, &tokens_, &x_}, layouts::ModelEmbedPush{n, c.hidden}, ceil_div(n * c.hidden, 256), 1, 1, "embed");
+  vk::Pass pass(device_, pass_dispatches(c.layers));
+  kernels_.embed(pass, embedding_, tokens_, x_, n, c.hidden);
   const float eps = float(c.rms_eps);
+  // A linear layer of the block: n_in inputs to n_out outputs.
+  auto linear = [&](const vk::Buffer& w, const vk::Buffer& in, vk::Buffer& out, const vk::Buffer* bias, uint32_t rows,
+                    uint32_t n_in, uint32_t n_out, bool residual, uint32_t input_head_dim, const char* stage) {
+    kernels_.linear(pass, w, in, out, bias, {rows, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, stage);
+  };
   for (uint32_t l = 0; l < c.layers; ++l) {
     DeviceLayer& w = layers_[l];
     const bool bias = w.has_bias;
-    pass.dispatch(rmsnorm_, {&x_, &w.attention_norm, &normed_}, layouts::ModelRmsNormPush{n, 0, c.hidden, eps}, n, 1, 1, "rmsnorm");
-    record_matmul(pass, w.wq, normed_, q_, bias ? &w.bq : nullptr, n, c.hidden, q_dim, false, 0, "qkv");
-    record_matmul(pass, w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
-    record_matmul(pass, w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
+    kernels_.rmsnorm(pass, x_, w.attention_norm, normed_, n, 0, c.hidden, eps);
+    linear(w.wq, normed_, q_, bias ? &w.bq : nullptr, n, c.hidden, q_dim, false, 0, "qkv");
+    linear(w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
+    linear(w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
     const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
                                       c.rope_pairs == RopePairs::interleaved ? 1u : 0u, kept_queries_[l] ? 1u : 0u};
-    const vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
-    pass.dispatch(rope_, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values, kept}, rope,
-                  ceil_div(n * (c.heads + 2 * c.kv_heads) * c.head_dim / 2, 256), 1, 1, "rope");
+    vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
+    kernels_.rope(pass, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values, kept}, rope);
     const vk::Buffer& attended = record_attention(pass, l, block);
-    record_matmul(pass, w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
-    pass.dispatch(rmsnorm_, {&x_, &w.mlp_norm, &normed_}, layouts::ModelRmsNormPush{n, 0, c.hidden, eps}, n, 1, 1, "rmsnorm");
-    record_matmul(pass, w.w_gate, normed_, gate_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
-    record_matmul(pass, w.w_up, normed_, up_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
-    pass.dispatch(swiglu_, {&gate_, &up_}, layouts::ModelSwigluPush{n * c.intermediate}, ceil_div(n * c.intermediate, 256), 1, 1, "swiglu");
-    record_matmul(pass, w.w_down, gate_, x_, nullptr, n, c.intermediate, c.hidden, true, 0, "mlp_down");
+    linear(w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
+    kernels_.rmsnorm(pass, x_, w.mlp_norm, normed_, n, 0, c.hidden, eps);
+    linear(w.w_gate, normed_, gate_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
+    linear(w.w_up, normed_, up_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
+    kernels_.swiglu(pass, gate_, up_, n * c.intermediate);
+    linear(w.w_down, gate_, x_, nullptr, n, c.intermediate, c.hidden, true, 0, "mlp_down");
   }
   logit_rows_ = all_logits ? n : 1;
-  pass.dispatch(rmsnorm_, {&x_, &final_norm_, &normed_}, layouts::ModelRmsNormPush{logit_rows_, n - logit_rows_, c.hidden, eps},
-                logit_rows_, 1, 1, "rmsnorm");
-  record_matmul(pass, tied_ ? embedding_ : lm_head_, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
-  if (logit_rows_ == 1)  // the greedy choice in the same submission
-    pass.dispatch(argmax_, {&logits_, &chosen_}, layouts::ModelArgmaxPush{c.vocab}, 1, 1, 1, "argmax");
+  kernels_.rmsnorm(pass, x_, final_norm_, normed_, logit_rows_, n - logit_rows_, c.hidden, eps);
+  linear(tied_ ? embedding_ : lm_head_, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
+  if (logit_rows_ == 1) kernels_.argmax(pass, logits_, chosen_, c.vocab);  // the greedy choice in the same submission
   pass.run();
   length_ += n;
   add_times(pass);
@@ -338,23 +218,27 @@ int32_t Model::greedy() const {
 }
 
 std::map<std::string, double> Model::ms_by_part() const {
-  std::map<std::string, double> parts{{"model", 0.0}, {"attention", 0.0}, {"selection", 0.0}};
-  for (const vk::StageTime& t : stage_times_) parts[stage_part(t.stage)] += t.milliseconds;
+  std::map<std::string, double> parts;
+  for (vk::Part p : vk::kParts) parts[vk::part_name(p)] = 0.0;
+  for (const vk::StageTime& t : stage_times_) parts[vk::part_name(t.part)] += t.milliseconds;
   return parts;
 }
 
-const char* Model::stage_part(const std::string& stage) {
-  static const char* const kModelStages[] = {"embed",    "rmsnorm",   "qkv",     "rope",    "output_projection",
-                                             "mlp_up",   "swiglu",    "mlp_down", "lm_head", "argmax"};
-  for (const char* own : kModelStages)
-    if (stage == own) return "model";
-  if (stage.rfind("attention_", 0) == 0 || stage.rfind("sparse_attention_", 0) == 0) return "attention";
-  return "selection";
+uint32_t Model::pass_dispatches(uint32_t layers) {
+  // A layer: its own 11 (two RMSNorms, q, k, v, RoPE, the output projection,
+  // gate, up, SwiGLU, down); attention's 4 at most (a dense pass feeding a
+  // method, and the sparse pass, each partial and merge); a method's own
+  // stages, 16 at most (the window methods' six with their top-k are the
+  // most). Around the layers: the embedding, the final RMSNorm, the LM head
+  // and the greedy choice. Pass refuses a dispatch past its count.
+  constexpr uint32_t kModel = 11, kAttention = 4, kMethod = 16, kAround = 4;
+  return layers * (kModel + kAttention + kMethod) + kAround;
 }
 
 void Model::add_times(const vk::Pass& pass) {
   for (const vk::StageTime& t : pass.stage_times()) {
-    auto it = std::find_if(stage_times_.begin(), stage_times_.end(), [&](const vk::StageTime& s) { return s.stage == t.stage; });
+    auto it = std::find_if(stage_times_.begin(), stage_times_.end(),
+                           [&](const vk::StageTime& s) { return s.stage == t.stage && s.part == t.part; });
     if (it == stage_times_.end()) stage_times_.push_back(t);
     else it->milliseconds += t.milliseconds;
   }

@@ -48,10 +48,10 @@ std::string generate_answer(Model& model, const Tokenizer& tokenizer, const Mode
 
 }  // namespace
 
-RetrievalPrompt needle_sample_prompt(const NeedleConfig& c, const Tokenizer& tokenizer, uint32_t length, double depth,
+RetrievalPrompt needle_sample_prompt(const NeedlePrompts& c, const Tokenizer& tokenizer, uint32_t length, double depth,
                                      uint32_t sample) {
   if (length <= 2 * kAnswerRoom)
-    throw InputError("needle: a length of " + std::to_string(length) + " tokens leaves no room for a prompt");
+    throw InputError("a length of " + std::to_string(length) + " tokens leaves no room for a prompt", "lengths");
   // Each prompt's key from the seed and its place in the sweep, whatever else is swept.
   std::mt19937 rng(c.seed * 1000003u + length * 7919u + uint32_t(depth * 1000) * 31u + sample);
   if (c.task == NeedleTask::passkey) return passkey_prompt(tokenizer, length - kAnswerRoom, depth, 10000 + rng() % 90000);
@@ -96,104 +96,134 @@ RetrievalHead find_retrieval_head(const Capture& capture) {
   return best;
 }
 
+namespace {
+
 const char* needle_task_name(NeedleTask task) { return task == NeedleTask::passkey ? "passkey" : "kv"; }
 
-const char* needle_regime_name(NeedleRegime regime) {
-  return regime == NeedleRegime::decode ? "decode" : regime == NeedleRegime::prefill ? "prefill" : "both";
+// The cells of a run in the order they first get a sample: dense first, then
+// each method and budget.
+class NeedleCells {
+ public:
+  NeedleCells(size_t runs, const NeedleProgress& progress) : runs_(runs), progress_(progress) {}
+
+  // Scores what the model said for one sample of (length, depth, method, budget) under `plan`.
+  void add(uint32_t length, double depth, const std::string& method, uint32_t budget, const SelectionPlan& plan,
+           const Prompt& prompt, const std::string& said) {
+    const auto key = std::make_tuple(length, depth, method, budget);
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      it = index_.emplace(key, results_.size()).first;
+      results_.push_back({length, depth, method, budget, plan});
+    }
+    NeedleResult& r = results_[it->second];
+    r.samples += 1;
+    r.correct += said.compare(0, prompt.answer.size(), prompt.answer) == 0 ? 1 : 0;
+    r.answers.push_back(said);
+    if (progress_) progress_(++done_, runs_);
+  }
+  std::vector<NeedleResult> take() { return std::move(results_); }
+
+ private:
+  std::vector<NeedleResult> results_;
+  std::map<std::tuple<uint32_t, double, std::string, uint32_t>, size_t> index_;
+  size_t runs_, done_ = 0;
+  const NeedleProgress& progress_;
+};
+
+// Every run of one prompt: dense and each method and budget of the sweep.
+void run_prompt(Model& model, const Tokenizer& tokenizer, const MethodSweep& sweep, uint32_t length, double depth,
+                const Prompt& prompt, NeedleCells& cells) {
+  const ModelConfig& config = model.config();
+  const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(tokenizer.encode(prompt.answer).size());
+  if (prompt_length + steps > length)
+    throw InputError("the answer does not fit in " + std::to_string(length) + " tokens", "lengths");
+  const std::vector<std::string> methods = sweep.selection_methods();
+  auto answer = [&](int32_t first) { return generate_answer(model, tokenizer, config, prompt.tokens.back(), first, steps); };
+
+  // A dense prefill serves dense and, in the decode regime, every method:
+  // each rewinds to the prompt's end and decodes from the same first token.
+  const bool decode_regime = sweep.regime == Regime::decode && !methods.empty();
+  if (sweep.has_dense() || decode_regime) {
+    model.select({});
+    model.rewind(0);
+    model.prefill(prompt.tokens);
+    const int32_t first = model.greedy();
+    if (sweep.has_dense()) cells.add(length, depth, "dense", 0, {}, prompt, answer(first));
+    if (decode_regime)
+      for (const std::string& m : methods)
+        for (uint32_t budget : sweep.budgets) {
+          const SelectionPlan plan = plan_for(sweep, m, budget);
+          model.rewind(prompt_length);
+          model.select(plan);
+          cells.add(length, depth, m, budget, plan, prompt, answer(first));
+        }
+  }
+  if (sweep.regime == Regime::decode) return;
+  for (const std::string& m : methods)
+    for (uint32_t budget : sweep.budgets) {
+      const SelectionPlan plan = plan_for(sweep, m, budget);
+      model.select(plan);
+      model.rewind(0);
+      model.prefill(prompt.tokens);
+      cells.add(length, depth, m, budget, plan, prompt, answer(model.greedy()));
+    }
+}
+
+}  // namespace
+
+nlohmann::json needle_json(const NeedleConfig& c, const std::vector<NeedleResult>& results) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const NeedleResult& r : results)
+    all.push_back({{"task", needle_task_name(c.prompts.task)}, {"length", r.length}, {"depth", r.depth}, {"method", r.method},
+                   {"budget", r.budget}, {"regime", plan_regime_name(r.plan)}, {"plan", plan_json(r.plan)},
+                   {"accuracy", r.accuracy()}, {"correct", r.correct}, {"samples", r.samples}, {"answers", r.answers}});
+  return {{"task", needle_task_name(c.prompts.task)}, {"seed", c.prompts.seed}, {"chunk", c.chunk},
+          {"regime", regime_name(c.sweep.regime)}, {"prefill_budget", c.sweep.prefill_budget},
+          {"options", method_options_json(c.sweep.methods, c.sweep.options)}, {"dense_layers", c.sweep.dense_layers},
+          {"results", all}};
+}
+
+std::vector<NeedleResult> needle_results_from_json(const nlohmann::json& j) {
+  std::vector<NeedleResult> results;
+  try {
+    for (const nlohmann::json& c : j.at("results")) {
+      NeedleResult& r = results.emplace_back();
+      r.length = c.at("length").get<uint32_t>();
+      r.depth = c.at("depth").get<double>();
+      r.method = c.at("method").get<std::string>();
+      r.budget = c.at("budget").get<uint32_t>();
+      if (!c.contains("plan")) throw InputError("a result has no plan (written by an older kvscope needle): run it again", "needle");
+      r.plan = plan_from_json(c.at("plan"));
+      r.correct = c.at("correct").get<uint32_t>();
+      r.samples = c.at("samples").get<uint32_t>();
+      r.answers = c.value("answers", std::vector<std::string>{});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("not kvscope needle's JSON: ") + e.what(), "needle");
+  }
+  return results;
 }
 
 std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint& checkpoint, const Tokenizer& tokenizer,
                                      const NeedleConfig& c, const NeedleProgress& progress) {
-  if (c.lengths.empty() || c.depths.empty() || c.methods.empty() || c.samples == 0)
-    throw InputError("needle: give at least one length, depth, method and sample");
-  if (c.task == NeedleTask::kv && c.haystack.empty()) throw InputError("needle: the kv task needs a haystack text");
-  const MethodSweep sweep = split_method_sweep(c.methods, "needle");
-  const std::vector<std::string>& methods = sweep.methods;
-  const bool with_dense = sweep.dense;
-  if (!methods.empty() && (c.budgets.empty() || c.regimes.empty()))
-    throw InputError("needle: methods other than dense need --budgets and a regime");
-  const ModelConfig& config = checkpoint.config();
-  const uint32_t longest = *std::max_element(c.lengths.begin(), c.lengths.end());
-  check_sequence_length(config, longest);
+  const NeedlePrompts& p = c.prompts;
+  if (p.lengths.empty()) throw InputError("no prompt length", "lengths");
+  if (p.depths.empty()) throw InputError("no needle depth", "depths");
+  if (p.samples == 0) throw InputError("no sample", "samples");
+  if (p.task == NeedleTask::kv && p.haystack.empty()) throw InputError("the kv task needs a haystack text", "haystack_file");
+  check_sweep(c.sweep);
+  const uint32_t longest = *std::max_element(p.lengths.begin(), p.lengths.end());
+  check_sequence_length(checkpoint.config(), longest);
   Model model(device, checkpoint, longest, c.chunk);
 
-  // Cells in a fixed order: dense first, then method x budget x regime.
-  std::vector<NeedleResult> results;
-  std::map<std::tuple<uint32_t, double, std::string, uint32_t, NeedleRegime>, size_t> cell_of;
-  auto cell = [&](uint32_t length, double depth, const std::string& method, uint32_t budget, NeedleRegime regime) -> NeedleResult& {
-    const auto key = std::make_tuple(length, depth, method, budget, regime);
-    auto it = cell_of.find(key);
-    if (it == cell_of.end()) {
-      it = cell_of.emplace(key, results.size()).first;
-      results.push_back({length, depth, method, budget, regime});
-    }
-    return results[it->second];
-  };
-  auto plan_for = [&](const std::string& method, uint32_t budget, NeedleRegime regime) {
-    SelectionPlan plan;
-    plan.options = c.options;
-    plan.dense_layers = c.dense_layers;
-    if (regime != NeedleRegime::prefill) {
-      plan.decode_method = method;
-      plan.decode_budget = budget;
-    }
-    if (regime != NeedleRegime::decode) {
-      plan.prefill_method = method;
-      plan.prefill_budget = regime == NeedleRegime::both && c.prefill_budget ? c.prefill_budget : budget;
-    }
-    return plan;
-  };
-
-  const size_t runs_per_prompt = (with_dense ? 1 : 0) + methods.size() * c.budgets.size() * c.regimes.size();
-  const size_t total_runs = c.lengths.size() * c.depths.size() * c.samples * runs_per_prompt;
-  size_t runs_done = 0;
-  auto record = [&](NeedleResult& r, const Prompt& prompt, const std::string& said) {
-    r.samples += 1;
-    r.correct += said.compare(0, prompt.answer.size(), prompt.answer) == 0 ? 1 : 0;
-    r.answers.push_back(said);
-    if (progress) progress(++runs_done, total_runs);
-  };
-  for (uint32_t length : c.lengths)
-    for (double depth : c.depths)
-      for (uint32_t sample = 0; sample < c.samples; ++sample) {
-        const Prompt prompt = tokenized(needle_sample_prompt(c, tokenizer, length, depth, sample), tokenizer, config);
-        const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(tokenizer.encode(prompt.answer).size());
-        if (prompt_length + steps > length)
-          throw InputError("needle: the answer does not fit in " + std::to_string(length) + " tokens");
-
-        // A dense prefill serves dense and every decode-regime method: each
-        // rewinds to the prompt's end and decodes from the same first token.
-        const bool decode_regime = std::count(c.regimes.begin(), c.regimes.end(), NeedleRegime::decode) > 0;
-        if (with_dense || (decode_regime && !methods.empty())) {
-          model.select({});
-          model.rewind(0);
-          model.prefill(prompt.tokens);
-          const int32_t first = model.greedy();
-          if (with_dense)
-            record(cell(length, depth, "dense", 0, NeedleRegime::decode), prompt,
-                   generate_answer(model, tokenizer, config, prompt.tokens.back(), first, steps));
-          if (decode_regime)
-            for (const std::string& m : methods)
-              for (uint32_t budget : c.budgets) {
-                model.rewind(prompt_length);
-                model.select(plan_for(m, budget, NeedleRegime::decode));
-                record(cell(length, depth, m, budget, NeedleRegime::decode), prompt,
-                       generate_answer(model, tokenizer, config, prompt.tokens.back(), first, steps));
-              }
-        }
-        for (NeedleRegime regime : c.regimes) {
-          if (regime == NeedleRegime::decode) continue;
-          for (const std::string& m : methods)
-            for (uint32_t budget : c.budgets) {
-              model.select(plan_for(m, budget, regime));
-              model.rewind(0);
-              model.prefill(prompt.tokens);
-              record(cell(length, depth, m, budget, regime), prompt,
-                     generate_answer(model, tokenizer, config, prompt.tokens.back(), model.greedy(), steps));
-            }
-        }
-      }
-  return results;
+  const size_t runs_per_prompt = (c.sweep.has_dense() ? 1 : 0) + c.sweep.selection_methods().size() * c.sweep.budgets.size();
+  NeedleCells cells(p.lengths.size() * p.depths.size() * p.samples * runs_per_prompt, progress);
+  for (uint32_t length : p.lengths)
+    for (double depth : p.depths)
+      for (uint32_t sample = 0; sample < p.samples; ++sample)
+        run_prompt(model, tokenizer, c.sweep, length, depth,
+                   tokenized(needle_sample_prompt(p, tokenizer, length, depth, sample), tokenizer, model.config()), cells);
+  return cells.take();
 }
 
 }  // namespace kv::model

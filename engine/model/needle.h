@@ -5,49 +5,45 @@
 // asked, the answer generated greedily and scored by exact match.
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "capture.h"
-#include "method.h"
 #include "model/checkpoint.h"
 #include "model/prompts.h"
+#include "model/selection_plan.h"
 #include "model/tokenizer.h"
 #include "vk/device.h"
 
 namespace kv::model {
 
 enum class NeedleTask { passkey, kv };
-// Where the method runs: decode steps (dense prefill), prefill chunks (dense
-// decode), or both.
-enum class NeedleRegime { decode, prefill, both };
 
-const char* needle_task_name(NeedleTask task);
-const char* needle_regime_name(NeedleRegime regime);
-
-struct NeedleConfig {
+// The prompts: which task, how long, where the needle sits, how many of each.
+struct NeedlePrompts {
   NeedleTask task = NeedleTask::passkey;
   std::vector<uint32_t> lengths;  // prompt plus answer, in tokens
   std::vector<double> depths;     // of the needle in the prompt, 0..1
   uint32_t samples = 1;           // prompts per (length, depth), each with its own key
-  std::vector<std::string> methods;  // "dense" and rows of method_table()
-  std::vector<uint32_t> budgets;
-  std::vector<NeedleRegime> regimes;
-  uint32_t prefill_budget = 0;  // the prefill budget in regime both; 0: the decode budget
-  MethodOptions options;
-  std::vector<uint32_t> dense_layers;
-  uint32_t chunk = 128;
   uint32_t seed = 0;
   std::string haystack;  // kv: the text the fact hides in
 };
 
-// One cell: a (length, depth, method, budget, regime) over the samples.
+struct NeedleConfig {
+  NeedlePrompts prompts;
+  MethodSweep sweep;
+  uint32_t chunk = 128;
+};
+
+// One cell: a (length, depth, method, budget) of the sweep over the samples,
+// with the plan its runs had (dense: the empty plan).
 struct NeedleResult {
   uint32_t length = 0;
   double depth = 0;
   std::string method;
   uint32_t budget = 0;  // 0 for dense
-  NeedleRegime regime = NeedleRegime::decode;
+  SelectionPlan plan;
   uint32_t correct = 0, samples = 0;
   std::vector<std::string> answers;  // what the model said, per sample
   double accuracy() const { return samples ? double(correct) / samples : 0; }
@@ -55,7 +51,7 @@ struct NeedleResult {
 
 // The prompt of one sample of a (length, depth) cell, as run_needle builds it:
 // its answer in `answer`, its needle's characters in needle_first/needle_end.
-RetrievalPrompt needle_sample_prompt(const NeedleConfig& config, const Tokenizer& tokenizer, uint32_t length,
+RetrievalPrompt needle_sample_prompt(const NeedlePrompts& prompts, const Tokenizer& tokenizer, uint32_t length,
                                      double depth, uint32_t sample);
 
 // The head whose dense attention from the capture's last position puts the
@@ -68,12 +64,20 @@ struct RetrievalHead {
 };
 RetrievalHead find_retrieval_head(const Capture& capture);
 
+// The results as `kvscope needle --json` holds them (docs/cli.md): one object
+// each, with the plan its runs had, under "results", beside the sweep and the
+// prompts' settings. needle_results_from_json reads the cells back (the
+// viewer's re-runs take their plans from there); InputError naming what is
+// missing.
+nlohmann::json needle_json(const NeedleConfig& config, const std::vector<NeedleResult>& results);
+std::vector<NeedleResult> needle_results_from_json(const nlohmann::json& json);
+
 // Called after each model run: (runs done, runs in all).
 using NeedleProgress = std::function<void(size_t, size_t)>;
 
-// Runs every cell. Dense is run once per prompt and reported once (budget 0,
-// regime decode). One dense prefill serves every decode-regime method of a
-// prompt (Model::rewind); the first answer token comes from the prompt's last
+// Runs every cell. Dense is run once per prompt and reported once. In the
+// decode regime one dense prefill serves dense and every method of a prompt
+// (Model::rewind); the first answer token comes from the prompt's last
 // position, as in the papers. InputError for an unknown or unrunnable method,
 // a prompt that does not fit, or a length past the model's context.
 std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint& checkpoint, const Tokenizer& tokenizer,

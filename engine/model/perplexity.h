@@ -7,26 +7,24 @@
 #include <string>
 #include <vector>
 
-#include "method.h"
 #include "model/checkpoint.h"
+#include "model/selection_plan.h"
 #include "vk/device.h"
 
 namespace kv::model {
 
 struct PerplexityConfig {
-  uint32_t scored = 512;               // the text's last `scored` predictions are scored
-  std::vector<std::string> methods;    // "dense" and rows of method_table()
-  std::vector<uint32_t> budgets;
-  bool decode = true, prefill = false;  // the regimes the methods run in
-  MethodOptions options;
-  std::vector<uint32_t> dense_layers;
+  uint32_t scored = 512;  // the text's last `scored` predictions are scored
+  // Regime::both scores the decode path and the prefill path, each on its own.
+  MethodSweep sweep;
   uint32_t chunk = 128;
 };
 
 struct PerplexityResult {
   std::string method;
   uint32_t budget = 0;          // 0 for dense
-  std::string regime;           // "decode", "prefill" (dense: both, as a check of each other)
+  Regime regime = Regime::decode;  // the path scored (dense: both, as a check of each other)
+  SelectionPlan plan;
   double mean_nll = 0;          // nats per scored token
   uint32_t scored = 0;
   double perplexity() const;

@@ -11,7 +11,7 @@ PromptCapture capture_prompt(const vk::Device& device, const Checkpoint& checkpo
   const std::vector<int32_t> tokens = prompt_tokens(tokenizer, config, prompt.text);
   const uint32_t offset = config.bos_token >= 0 ? 1 : 0;  // the BOS
   const std::vector<int32_t> text_tokens(tokens.begin() + offset, tokens.end());
-  if (tokens.size() < 2) throw InputError("capture: the prompt needs at least one token after the BOS");
+  if (tokens.size() < 2) throw InputError("the prompt needs at least one token after the BOS", "prompt");
   check_sequence_length(config, tokens.size());
 
   Model runner(device, checkpoint, uint32_t(tokens.size()), chunk);

@@ -25,31 +25,22 @@ double SpeedResult::median_ms() const {
 
 SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const std::vector<int32_t>& prompt,
                    const SpeedConfig& c, const std::function<void(size_t, size_t)>& progress) {
-  if (prompt.empty()) throw InputError("speed: the prompt is empty");
-  if (c.steps == 0 || c.rounds == 0) throw InputError("speed: give at least one step and one round");
-  const MethodSweep sweep = split_method_sweep(c.methods, "speed");
-  if (!sweep.methods.empty() && c.budgets.empty()) throw InputError("speed: methods other than dense need --budgets");
+  if (prompt.empty()) throw InputError("the prompt is empty", "prompt");
+  if (c.steps == 0) throw InputError("no step to time", "steps");
+  if (c.rounds == 0) throw InputError("no round to time", "rounds");
+  if (c.sweep.regime == Regime::both) throw InputError("speed times the decode or the prefill regime, one at a time", "regime");
+  check_sweep(c.sweep);
   const uint32_t prompt_length = uint32_t(prompt.size());
   check_sequence_length(checkpoint.config(), uint64_t(prompt_length) + c.steps + 1);
   Model model(device, checkpoint, prompt_length + c.steps + 1, c.chunk);
 
   SpeedRun run;
   run.prompt_tokens = prompt_length;
-  std::vector<SelectionPlan> plans;
-  if (sweep.dense) {
-    plans.push_back({});
-    run.results.push_back({"dense"});
-  }
-  for (const std::string& m : sweep.methods)
-    for (uint32_t budget : c.budgets) {
-      SelectionPlan plan{.options = c.options, .dense_layers = c.dense_layers};
-      (c.regime == Mode::decode ? plan.decode_method : plan.prefill_method) = m;
-      (c.regime == Mode::decode ? plan.decode_budget : plan.prefill_budget) = budget;
-      plans.push_back(plan);
-      run.results.push_back({m, budget});
-    }
-  const bool decode = c.regime == Mode::decode;
-  const size_t total = (decode ? 1 : 0) + plans.size() * c.rounds;
+  if (c.sweep.has_dense()) run.results.push_back({"dense"});
+  for (const std::string& m : c.sweep.selection_methods())
+    for (uint32_t budget : c.sweep.budgets) run.results.push_back({m, budget, plan_for(c.sweep, m, budget)});
+  const bool decode = c.sweep.regime == Regime::decode;
+  const size_t total = (decode ? 1 : 0) + run.results.size() * c.rounds;
   size_t done = 0;
 
   int32_t first = 0;  // decode: the token the dense prefill chose
@@ -61,14 +52,14 @@ SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const
     if (progress) progress(++done, total);
   }
   for (uint32_t round = 0; round < c.rounds; ++round)
-    for (size_t i = 0; i < plans.size(); ++i) {
+    for (size_t i = 0; i < run.results.size(); ++i) {
       SpeedResult& result = run.results[i];
       std::vector<int32_t> chosen;
       auto step = [&] {
         model.append(std::span(&chosen.back(), 1));
         chosen.push_back(model.greedy());
       };
-      model.select(plans[i]);
+      model.select(result.plan);
       std::map<std::string, double> before;
       if (decode) {
         model.rewind(prompt_length);

@@ -12,19 +12,14 @@
 #include <string>
 #include <vector>
 
-#include "block.h"
-#include "method.h"
 #include "model/checkpoint.h"
+#include "model/selection_plan.h"
 #include "vk/device.h"
 
 namespace kv::model {
 
 struct SpeedConfig {
-  Mode regime = Mode::decode;
-  std::vector<std::string> methods;  // "dense" and rows of method_table()
-  std::vector<uint32_t> budgets;
-  MethodOptions options;
-  std::vector<uint32_t> dense_layers;
+  MethodSweep sweep;    // regime decode or prefill
   uint32_t steps = 16;  // decode: steps timed a run, after one that is not; prefill: dense steps after, untimed
   uint32_t rounds = 2;
   uint32_t chunk = 128;
@@ -33,13 +28,14 @@ struct SpeedConfig {
 struct SpeedResult {
   std::string method;
   uint32_t budget = 0;  // 0 for dense
+  SelectionPlan plan;
   // One a round. decode: wall ms a step, the token chosen on the GPU and read
   // back; the first step is left out, as it also brings the method's metadata
   // (Quest's pages, Fier's bits) over the whole prompt, which the papers build
   // during prefill. prefill: wall ms from the prompt to its first token.
   std::vector<double> ms_by_round;
   double first_step_ms = 0;                 // decode: the step left out, mean over rounds
-  std::map<std::string, double> gpu_ms;     // by Model::stage_part: a timed step's (decode), a prefill's (prefill)
+  std::map<std::string, double> gpu_ms;     // by part (Model::ms_by_part): a timed step's (decode), a prefill's (prefill)
   std::vector<int32_t> continuation;        // the tokens chosen after the prompt (round 0)
   double median_ms() const;
 };

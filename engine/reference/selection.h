@@ -4,7 +4,8 @@
 #include <vector>
 
 #include "capture.h"
-#include "method.h"
+#include "block.h"
+#include "method_options.h"
 
 namespace kv::reference {
 

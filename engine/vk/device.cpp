@@ -247,7 +247,7 @@ uint32_t choose(const std::vector<DeviceInfo>& infos, const std::string& selecto
       if (!info.supported) throw DeviceError("device '" + info.name + "' lacks what kvscope needs: " + kDeviceRequirements);
       return info.index;
     }
-    throw InputError("no Vulkan device matches --device '" + selector + "' (see 'kvscope devices')");
+    throw InputError("no Vulkan device matches '" + selector + "' (see 'kvscope devices')", "device");
   }
   const DeviceInfo* best = nullptr;
   for (const DeviceInfo& info : infos)

@@ -7,6 +7,15 @@
 
 namespace kv::vk {
 
+const char* part_name(Part part) {
+  switch (part) {
+    case Part::model: return "model";
+    case Part::attention: return "attention";
+    case Part::selection: return "selection";
+  }
+  return "?";
+}
+
 Pass::Pass(const Device& device, uint32_t max_dispatches, Timing timing)
     : device_(&device), max_dispatches_(max_dispatches), timing_(timing), timed_(device.timestamp_valid_bits() > 0) {
   command_buffer_ = device.allocate_command_buffer();
@@ -79,7 +88,7 @@ void Pass::dispatch(const Kernel& kernel, std::initializer_list<const Buffer*> b
   if (kernel.layout().push_bytes)
     vkCmdPushConstants(cb, kernel.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, kernel.layout().push_bytes, push);
   if (groups_x && groups_y && groups_z) vkCmdDispatch(cb, groups_x, groups_y, groups_z);
-  dispatch_stages_.push_back(stage);
+  dispatch_stages_.push_back({stage, part_});
   barrier_and_timestamp();
 }
 
@@ -131,9 +140,10 @@ std::vector<StageTime> Pass::stage_times() const {
   if (timestamps_.empty() || timing_ == Timing::whole) return times;
   for (size_t i = 0; i < dispatch_stages_.size(); ++i) {
     const double ms = ticks_to_milliseconds(timestamps_[i], timestamps_[i + 1]);
-    auto it = std::find_if(times.begin(), times.end(), [&](const StageTime& t) { return t.stage == dispatch_stages_[i]; });
+    const DispatchStage& d = dispatch_stages_[i];
+    auto it = std::find_if(times.begin(), times.end(), [&](const StageTime& t) { return t.stage == d.stage && t.part == d.part; });
     if (it == times.end())
-      times.push_back({dispatch_stages_[i], ms});
+      times.push_back({d.stage, d.part, ms});
     else
       it->milliseconds += ms;
   }

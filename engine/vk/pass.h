@@ -13,17 +13,40 @@
 
 namespace kv::vk {
 
+// What a stage's GPU time is spent on, so that a report can split a model
+// step's time without reading stage names: the model's own layers, attention
+// over the cache, or a selection method's work (scoring, top-k, metadata).
+enum class Part { model, attention, selection };
+const char* part_name(Part part);
+inline constexpr Part kParts[] = {Part::model, Part::attention, Part::selection};
+
 struct StageTime {
   std::string stage;
+  Part part = Part::model;
   double milliseconds = 0;
 };
 
 // A recorded sequence of dispatches, each tagged with a stage name and timed
 // with GPU timestamps. Record once, run as often as needed (benchmarks re-run
 // the same commands). Every dispatch is followed by a full compute barrier, so
-// a stage may read what any earlier stage wrote.
+// a stage may read what any earlier stage wrote. A dispatch counts toward the
+// Part of the innermost PartScope alive when it is recorded (Part::model
+// outside any): the code that hands recording to attention or a method knows
+// which it is, whatever the stages are called.
 class Pass {
  public:
+  class PartScope {
+   public:
+    PartScope(Pass& pass, Part part) : pass_(pass), outer_(pass.part_) { pass.part_ = part; }
+    ~PartScope() { pass_.part_ = outer_; }
+    PartScope(const PartScope&) = delete;
+    PartScope& operator=(const PartScope&) = delete;
+
+   private:
+    Pass& pass_;
+    Part outer_;
+  };
+
   // per_stage: a timestamp after every dispatch (stage_times()). whole: one
   // before the first and one after the last, so the pass runs as a user's
   // would; a timestamp between dependent dispatches costs time of its own.
@@ -45,8 +68,8 @@ class Pass {
 
   // Submits the recorded commands and waits; stage_times() then holds this run's times.
   void run();
-  // GPU time per stage name in first-recorded order, summed over the stage's
-  // dispatches; empty for Timing::whole.
+  // GPU time per (stage name, part) in first-recorded order, summed over the
+  // stage's dispatches; empty for Timing::whole.
   std::vector<StageTime> stage_times() const;
   // From before the first dispatch to after the last.
   double total_milliseconds() const;
@@ -65,7 +88,12 @@ class Pass {
   bool timed_;
   UniqueCommandBuffer command_buffer_;
   UniqueQueryPool queries_;
-  std::vector<std::string> dispatch_stages_;
+  Part part_ = Part::model;
+  struct DispatchStage {
+    std::string stage;
+    Part part;
+  };
+  std::vector<DispatchStage> dispatch_stages_;
   std::vector<uint64_t> timestamps_;
   bool recording_ = false;
   bool ended_ = false;

@@ -1,0 +1,54 @@
+#pragma once
+// The forward pass's kernels, each recorded on its own over buffers: Model
+// chains them into a step, and tests/test_model_ops.cpp holds each to float64
+// alone, so that a kernel's bug names its kernel. Activations are fp32 rows;
+// weights, queries and the cache are in the model's storage type.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "../shaders/layouts.h"
+#include "safetensors.h"
+#include "vk/kernel.h"
+#include "vk/pass.h"
+
+namespace kv::model {
+
+class ModelKernels {
+ public:
+  // `matrix_linear_layers`: a prefill chunk's linear layers on tensor cores
+  // (model_matmul_matrix.comp; fp16 weights on a device with cooperative
+  // matrices), else the scalar tile kernel.
+  ModelKernels(const vk::Device& device, DType storage, bool matrix_linear_layers);
+
+  // x[t] = table[tokens[t]], widened to fp32.
+  void embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x, uint32_t n_tokens,
+             uint32_t hidden) const;
+  // y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight, for `n_tokens` rows.
+  void rmsnorm(vk::Pass& pass, const vk::Buffer& x, const vk::Buffer& weight, vk::Buffer& y, uint32_t n_tokens,
+               uint32_t first_token, uint32_t hidden, float eps) const;
+  // y[t, r] (+)= sum_k W[r, k] x[t, k] (+ bias[r]) (layouts.h's ModelMatmulPush):
+  // model_matvec for one token, a chunk's kernel for more.
+  void linear(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& x, vk::Buffer& y, const vk::Buffer* bias,
+              const layouts::ModelMatmulPush& shape, const std::string& stage) const;
+  // RoPE of q and k, queries and the cache written (model_rope.comp).
+  struct RopeBuffers {
+    const vk::Buffer *q, *k, *v, *rotations;
+    vk::Buffer *queries, *key_cache, *value_cache, *kept_queries;
+  };
+  void rope(vk::Pass& pass, const RopeBuffers& buffers, const layouts::ModelRopePush& push) const;
+  // gate[i] = silu(gate[i]) * up[i].
+  void swiglu(vk::Pass& pass, vk::Buffer& gate, const vk::Buffer& up, uint32_t count) const;
+  // chosen[0] = the first index of the largest of `n` logits (NaN the least).
+  void argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n) const;
+
+  bool linear_on_matrices() const { return matmul_matrix_.has_value(); }
+
+ private:
+  vk::Kernel embed_, rmsnorm_, matvec_, matmul_;
+  std::optional<vk::Kernel> matmul_matrix_;
+  vk::Kernel rope_, swiglu_, argmax_;
+  vk::Buffer no_bias_;  // bound where a layer has none
+};
+
+}  // namespace kv::model

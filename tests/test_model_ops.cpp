@@ -1,0 +1,265 @@
+// Each kernel of the forward pass alone (engine/model/kernels.h) against
+// float64 on fresh random inputs, its outputs poisoned before it runs, in the
+// manner of ggml's test-backend-ops: a kernel's bug fails its own test here,
+// not only a whole model's logits in test_model.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "capture.h"
+#include "model/kernels.h"
+#include "random_capture.h"
+#include "test_device.h"
+
+namespace kv {
+namespace {
+
+// Every word of an output before its kernel runs: a NaN as fp32, and as each
+// half of the word in fp16 and bf16.
+constexpr uint32_t kPoison = 0xffffffff;
+
+class ModelOpsTest : public test::GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    seed_ = test::test_seed();
+    rng_.seed(seed_);
+  }
+  std::vector<float> gaussian(size_t n, double sigma = 1.0) {
+    std::normal_distribution<float> normal(0.0f, float(sigma));
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng_);
+    return v;
+  }
+  vk::Buffer floats(const std::vector<float>& values) {
+    vk::Buffer b(test::device(), values.size() * sizeof(float));
+    b.upload_values<float>(values);
+    return b;
+  }
+  vk::Buffer poisoned(size_t bytes) {
+    vk::Buffer b(test::device(), bytes);
+    b.fill(kPoison);
+    return b;
+  }
+  // Runs what `record` records in a pass of its own.
+  template <typename Record>
+  void run(Record record) {
+    vk::Pass pass(test::device());
+    record(pass);
+    pass.run();
+  }
+  uint32_t seed_ = 0;
+  std::mt19937 rng_;
+};
+
+// Values as a storage type holds them: the stored bytes and their widened floats.
+struct Stored {
+  std::vector<std::byte> bytes;
+  std::vector<float> values;
+};
+Stored stored(DType dtype, const std::vector<float>& values) {
+  Stored s{from_float(dtype, values), {}};
+  s.values = to_float(dtype, s.bytes);
+  return s;
+}
+
+class ModelOpsByType : public ModelOpsTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const DType dtype = GetParam();
+  const uint32_t vocab = 37, hidden = 24;
+  const std::vector<int32_t> tokens{5, 0, 36, 5, 17};
+  const Stored table = stored(dtype, gaussian(size_t(vocab) * hidden));
+  vk::Buffer table_buffer(test::device(), table.bytes.size()), token_buffer(test::device(), tokens.size() * 4);
+  table_buffer.upload(table.bytes);
+  token_buffer.upload_values<int32_t>(tokens);
+  vk::Buffer x = poisoned(tokens.size() * hidden * 4);
+  model::ModelKernels kernels(test::device(), dtype, false);
+  run([&](vk::Pass& pass) { kernels.embed(pass, table_buffer, token_buffer, x, uint32_t(tokens.size()), hidden); });
+  const std::vector<float> got = x.download_values<float>(tokens.size() * hidden);
+  for (size_t t = 0; t < tokens.size(); ++t)
+    for (uint32_t c = 0; c < hidden; ++c)
+      ASSERT_EQ(got[t * hidden + c], table.values[size_t(tokens[t]) * hidden + c]) << "token " << t << " channel " << c;
+}
+
+// y[t] (+)= W x[t] (+ bias): one token through model_matvec, a chunk through
+// the tile kernel (and the tensor-core one where the device has it), with a
+// bias, onto a residual, and from a head-major input as attention leaves it.
+TEST_P(ModelOpsByType, LinearMatchesFloat64) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const DType dtype = GetParam();
+  const uint32_t n_in = 48, n_out = 70, head_dim = 8;
+  const bool matrices = test::device().info().cooperative_matrix && dtype == DType::f16;
+  for (bool on_matrices : {false, matrices}) {
+    const model::ModelKernels kernels(test::device(), dtype, on_matrices);
+    for (uint32_t n_tokens : {1u, 5u, 40u})
+      for (uint32_t input_head_dim : {0u, head_dim})
+        for (bool bias : {false, true})
+          for (bool residual : {false, true}) {
+            SCOPED_TRACE("tokens " + std::to_string(n_tokens) + ", head-major " + std::to_string(input_head_dim) + ", bias " +
+                         std::to_string(bias) + ", residual " + std::to_string(residual) + ", matrices " +
+                         std::to_string(on_matrices));
+            const Stored w = stored(dtype, gaussian(size_t(n_out) * n_in, 0.2));
+            const std::vector<float> x = gaussian(size_t(n_tokens) * n_in), b = gaussian(n_out), y0 = gaussian(size_t(n_tokens) * n_out);
+            vk::Buffer w_buffer(test::device(), w.bytes.size());
+            w_buffer.upload(w.bytes);
+            const vk::Buffer x_buffer = floats(x), b_buffer = floats(b);
+            vk::Buffer y = residual ? floats(y0) : poisoned(y0.size() * 4);
+            run([&](vk::Pass& pass) {
+              kernels.linear(pass, w_buffer, x_buffer, y, bias ? &b_buffer : nullptr,
+                             {n_tokens, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, "linear");
+            });
+            const std::vector<float> got = y.download_values<float>(y0.size());
+            for (uint32_t t = 0; t < n_tokens; ++t)
+              for (uint32_t r = 0; r < n_out; ++r) {
+                double want = (bias ? b[r] : 0.0) + (residual ? y0[size_t(t) * n_out + r] : 0.0), size = std::abs(want);
+                for (uint32_t k = 0; k < n_in; ++k) {
+                  const size_t at = input_head_dim ? (size_t(k / input_head_dim) * n_tokens + t) * input_head_dim + k % input_head_dim
+                                                   : size_t(t) * n_in + k;
+                  const double product = double(w.values[size_t(r) * n_in + k]) * x[at];
+                  want += product;
+                  size += std::abs(product);
+                }
+                // fp32 sums in any order; on tensor cores each input as hi + lo fp16 (about 22 bits).
+                ASSERT_NEAR(got[size_t(t) * n_out + r], want, 1e-5 * size) << "token " << t << " row " << r;
+              }
+          }
+  }
+}
+
+// RoPE for a chunk at positions 5..7 of a cache of 12: q rotated into the
+// queries and the kept queries, k rotated and v copied into the cache at
+// their positions, both pairings; every other cache position left alone.
+TEST_P(ModelOpsByType, RopeRotatesIntoTheCache) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const DType dtype = GetParam();
+  const uint32_t n = 3, H = 4, G = 2, d = 16, first = 5, capacity = 12;
+  // A 16-bit type rounds each output once: half an ulp of its largest value.
+  const double tolerance = dtype == DType::f32 ? 1e-6 : dtype == DType::f16 ? 1e-3 : 8e-3;
+  for (bool interleaved : {false, true}) {
+    SCOPED_TRACE(interleaved ? "interleaved pairs" : "halves");
+    const std::vector<float> q = gaussian(size_t(n) * H * d), k = gaussian(size_t(n) * G * d), v = gaussian(size_t(n) * G * d);
+    std::vector<float> rotations(size_t(capacity) * d);  // (cos, sin) of random angles
+    for (size_t i = 0; i < rotations.size() / 2; ++i) {
+      const double angle = std::uniform_real_distribution<double>(-3.2, 3.2)(rng_);
+      rotations[2 * i] = float(std::cos(angle));
+      rotations[2 * i + 1] = float(std::sin(angle));
+    }
+    const vk::Buffer q_buffer = floats(q), k_buffer = floats(k), v_buffer = floats(v), rotation_buffer = floats(rotations);
+    const size_t element = dtype_size(dtype);
+    vk::Buffer queries = poisoned(size_t(H) * n * d * element), keys = poisoned(size_t(G) * capacity * d * element);
+    vk::Buffer values = poisoned(size_t(G) * capacity * d * element), kept = poisoned(size_t(H) * capacity * d * element);
+    const model::ModelKernels kernels(test::device(), dtype, false);
+    run([&](vk::Pass& pass) {
+      kernels.rope(pass, {&q_buffer, &k_buffer, &v_buffer, &rotation_buffer, &queries, &keys, &values, &kept},
+                   {n, H, G, d, first, capacity, interleaved ? 1u : 0u, 1u});
+    });
+    auto widened = [&](const vk::Buffer& b, size_t count) {
+      std::vector<std::byte> bytes(count * element);
+      b.download(bytes);
+      return to_float(dtype, bytes);
+    };
+    // Channel c of a row of d channels, rotated for `position`, in float64.
+    auto rotate = [&](const float* row, uint32_t c, uint32_t position) {
+      const uint32_t half = d / 2;
+      const uint32_t partner = interleaved ? c ^ 1u : (c < half ? c + half : c - half);
+      const uint32_t frequency = interleaved ? c / 2 : c % half;
+      const double cosine = rotations[(size_t(position) * half + frequency) * 2], sine = rotations[(size_t(position) * half + frequency) * 2 + 1];
+      const bool first_of_pair = interleaved ? c % 2 == 0 : c < half;
+      return first_of_pair ? row[c] * cosine - row[partner] * sine : row[c] * cosine + row[partner] * sine;
+    };
+    const std::vector<float> got_q = widened(queries, size_t(H) * n * d), got_kept = widened(kept, size_t(H) * capacity * d);
+    const std::vector<float> got_k = widened(keys, size_t(G) * capacity * d), got_v = widened(values, size_t(G) * capacity * d);
+    for (uint32_t t = 0; t < n; ++t)
+      for (uint32_t c = 0; c < d; ++c) {
+        for (uint32_t h = 0; h < H; ++h) {
+          const double want = rotate(&q[(size_t(t) * H + h) * d], c, first + t);
+          ASSERT_NEAR(got_q[(size_t(h) * n + t) * d + c], want, tolerance * (std::abs(want) + 0.1)) << "q head " << h;
+          ASSERT_EQ(got_kept[(size_t(h) * capacity + first + t) * d + c], got_q[(size_t(h) * n + t) * d + c]) << "kept q head " << h;
+        }
+        for (uint32_t g = 0; g < G; ++g) {
+          const double want_k = rotate(&k[(size_t(t) * G + g) * d], c, first + t), want_v = v[(size_t(t) * G + g) * d + c];
+          const size_t at = (size_t(g) * capacity + first + t) * d + c;
+          ASSERT_NEAR(got_k[at], want_k, tolerance * (std::abs(want_k) + 0.1)) << "k head " << g;
+          ASSERT_NEAR(got_v[at], want_v, tolerance * (std::abs(want_v) + 0.1)) << "v head " << g;
+        }
+      }
+    // The positions outside the chunk keep their poison (a NaN in every type).
+    for (uint32_t g = 0; g < G; ++g)
+      for (uint32_t p = 0; p < capacity; ++p)
+        if (p < first || p >= first + n) {
+          ASSERT_TRUE(std::isnan(got_k[(size_t(g) * capacity + p) * d])) << "cache position " << p;
+        }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, ModelOpsByType, ::testing::Values(DType::f32, DType::f16, DType::bf16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Four rows of 300 channels (more than a workgroup's 256 lanes), the last
+// three normalised: y[t] = x[1 + t] / sqrt(mean(x^2) + eps) * w.
+TEST_F(ModelOpsTest, RmsNormMatchesFloat64) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const uint32_t hidden = 300, rows = 4, first = 1, n = 3;
+  const float eps = 1e-5f;
+  const std::vector<float> x = gaussian(size_t(rows) * hidden, 3.0), w = gaussian(hidden);
+  const vk::Buffer x_buffer = floats(x), w_buffer = floats(w);
+  vk::Buffer y = poisoned(size_t(n) * hidden * 4);
+  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  run([&](vk::Pass& pass) { kernels.rmsnorm(pass, x_buffer, w_buffer, y, n, first, hidden, eps); });
+  const std::vector<float> got = y.download_values<float>(size_t(n) * hidden);
+  for (uint32_t t = 0; t < n; ++t) {
+    const float* row = &x[size_t(first + t) * hidden];
+    double squares = 0;
+    for (uint32_t c = 0; c < hidden; ++c) squares += double(row[c]) * row[c];
+    const double inverse = 1 / std::sqrt(squares / hidden + eps);
+    for (uint32_t c = 0; c < hidden; ++c) {
+      const double want = row[c] * inverse * w[c];
+      ASSERT_NEAR(got[size_t(t) * hidden + c], want, 1e-5 * std::abs(want) + 1e-7) << "row " << t << " channel " << c;
+    }
+  }
+}
+
+TEST_F(ModelOpsTest, SwigluMatchesFloat64) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const uint32_t count = 1000;  // not a multiple of the workgroup
+  const std::vector<float> gate = gaussian(count, 4.0), up = gaussian(count);
+  vk::Buffer gate_buffer = floats(gate);
+  const vk::Buffer up_buffer = floats(up);
+  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  run([&](vk::Pass& pass) { kernels.swiglu(pass, gate_buffer, up_buffer, count); });
+  const std::vector<float> got = gate_buffer.download_values<float>(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const double g = gate[i], want = g / (1 + std::exp(-g)) * up[i];
+    ASSERT_NEAR(got[i], want, 1e-5 * std::abs(want) + 1e-7) << "element " << i;
+  }
+}
+
+// The first index of the largest logit: a tie goes to the lower index, NaN
+// counts as the least, and a row of NaN chooses index 0.
+TEST_F(ModelOpsTest, ArgmaxTakesTheFirstLargest) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const uint32_t n = 1000;
+  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  auto choose = [&](const std::vector<float>& logits) {
+    const vk::Buffer logit_buffer = floats(logits);
+    vk::Buffer chosen = poisoned(4);
+    run([&](vk::Pass& pass) { kernels.argmax(pass, logit_buffer, chosen, uint32_t(logits.size())); });
+    return chosen.download_values<int32_t>(1)[0];
+  };
+  std::vector<float> logits = gaussian(n);
+  const uint32_t low = std::uniform_int_distribution<uint32_t>(1, n / 2)(rng_), high = low + n / 3;
+  logits[low] = logits[high] = 10.0f;
+  for (uint32_t i = 0; i < n; i += 7) logits[i] = std::numeric_limits<float>::quiet_NaN();
+  logits[low] = logits[high] = 10.0f;
+  EXPECT_EQ(choose(logits), int32_t(low));
+  EXPECT_EQ(choose(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN())), 0);
+  EXPECT_EQ(choose({-std::numeric_limits<float>::infinity(), -5.0f}), 1);
+}
+
+}  // namespace
+}  // namespace kv
