@@ -285,9 +285,10 @@ TEST_F(ModelRunTest, KeptQueriesAndCacheMatchFloat64) {
 // A selection method inside the model's attention: the model's logits, over
 // prefill chunks and decode steps, against the float64 forward pass whose
 // attention in each block and layer keeps the keys that the method's float64
-// reference (reference/selection.h) selects there, from that layer's q, k and
-// v so far. Storage is fp16, so Quest's and Fier's page and block bounds are
-// stored keys, exact on both sides.
+// reference (reference/selection.h) selects there, from that layer's q and k
+// so far as the GPU stored them (fp16, so Quest's and Fier's page and block
+// bounds are stored keys, exact on both sides). A method that selects from
+// stale metadata, or a selection that differs, changes the logits.
 struct LoopCase {
   std::string name;
   model::SelectionPlan plan;
@@ -348,6 +349,52 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
     std::mt19937 rng(seed);
     std::vector<int32_t> tokens(prompt + steps);
     for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+
+    // The GPU's run first: the logits at each chunk's end and each decode
+    // step, then the same after a rewind (at a chunk's start, so that the
+    // chunks are the reference's), the metadata following the rewritten keys.
+    model::Model runner(test::device(), checkpoint, prompt + steps, chunk);
+    for (uint32_t l = 0; l < m.layers; ++l) runner.keep_queries(l);
+    runner.select(plan);
+    std::vector<std::pair<uint32_t, std::vector<float>>> got;
+    runner.prefill(std::span(tokens).first(prompt), false, [&](uint32_t done) { got.emplace_back(done - 1, runner.logits()); });
+    auto decode = [&] {
+      for (uint32_t p = prompt; p < prompt + steps; ++p) {
+        runner.append(std::span(tokens).subspan(p, 1));
+        got.emplace_back(p, runner.logits());
+      }
+    };
+    decode();
+    runner.rewind(3 * chunk);
+    runner.prefill(std::span(tokens).subspan(3 * chunk, prompt - 3 * chunk));
+    got.emplace_back(prompt - 1, runner.logits());
+    decode();
+    // The q and k the GPU stored, which its methods selected from: the
+    // reference selects from them too, since a stored value one rounding step
+    // from the float64 pass's can flip what a method decides (a Fier bit at
+    // its block's midpoint) without any score near the cut.
+    std::vector<std::vector<float>> gpu_q, gpu_k;
+    for (uint32_t l = 0; l < m.layers; ++l) {
+      std::vector<std::byte> q(runner.kept_queries(l).bytes()), k(runner.cache(l).keys.bytes());
+      runner.kept_queries(l).download(q);
+      runner.cache(l).keys.download(k);
+      gpu_q.push_back(to_float(DType::f16, q));
+      gpu_k.push_back(to_float(DType::f16, k));
+    }
+    auto as_gpu_stored = [&](uint32_t layer, const reference::HostLayer& so_far) {
+      reference::HostLayer h = so_far;
+      const AttentionShape& s = so_far.shape;
+      for (uint32_t head = 0; head < s.heads; ++head)
+        for (uint32_t p = 0; p < s.tokens; ++p)
+          for (uint32_t i = 0; i < s.dim; ++i)
+            h.q[(size_t(head) * s.tokens + p) * s.dim + i] = gpu_q[layer][(size_t(head) * (prompt + steps) + p) * s.dim + i];
+      for (uint32_t g = 0; g < s.kv_heads; ++g)
+        for (uint32_t p = 0; p < s.tokens; ++p)
+          for (uint32_t i = 0; i < s.dim; ++i)
+            h.k[(size_t(g) * s.tokens + p) * s.dim + i] = gpu_k[layer][(size_t(g) * (prompt + steps) + p) * s.dim + i];
+      return h;
+    };
+
     bool ambiguous = false;
     uint32_t narrowed = 0;
     const reference::AttendRule rule = [&](uint32_t layer, const reference::HostLayer& so_far,
@@ -357,8 +404,9 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
       const uint32_t budget = decode ? plan.decode_budget : plan.prefill_budget;
       const bool dense_layer = std::count(plan.dense_layers.begin(), plan.dense_layers.end(), layer) > 0;
       if (method.empty() || dense_layer || budget >= b.candidates()) return std::nullopt;
-      ambiguous = ambiguous || near_tie(so_far, method, b, budget);
-      const reference::Selection rows = reference::select(method, plan.options, so_far, b, budget);
+      const reference::HostLayer stored = as_gpu_stored(layer, so_far);
+      ambiguous = ambiguous || near_tie(stored, method, b, budget);
+      const reference::Selection rows = reference::select(method, plan.options, stored, b, budget);
       const uint32_t per_row = find_method(method).granularity(plan.options, b.mode) == Granularity::kv_head ? so_far.shape.group() : 1;
       reference::Selection by_head;
       for (uint32_t h = 0; h < so_far.shape.heads; ++h) by_head.push_back(rows[h / per_row]);
@@ -368,29 +416,12 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
     const auto expected = reference::model_logits(checkpoint, tokens, blocks, rule);
     if (ambiguous) continue;
     EXPECT_GT(narrowed, 0u) << "no block was narrowed: the case tests nothing";
-    model::Model runner(test::device(), checkpoint, prompt + steps, chunk);
-    runner.select(plan);
-    auto check = [&](uint32_t position) {
-      const std::vector<float> got = runner.logits();
+    for (const auto& [position, logits] : got) {
       const std::vector<double>& want = expected[position];
       double largest = 0;
       for (double v : want) largest = std::max(largest, std::abs(v));
       for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 4e-3 * largest) << "position " << position << ", logit " << i;
-    };
-    runner.prefill(std::span(tokens).first(prompt), false, [&](uint32_t done) { check(done - 1); });
-    for (uint32_t p = prompt; p < prompt + steps; ++p) {
-      runner.append(std::span(tokens).subspan(p, 1));
-      check(p);
-    }
-    // The same prompt again after a rewind: the metadata follows the rewritten keys.
-    // (At a chunk's start, so that the chunks are the reference's.)
-    runner.rewind(3 * chunk);
-    runner.prefill(std::span(tokens).subspan(3 * chunk, prompt - 3 * chunk));
-    check(prompt - 1);
-    for (uint32_t p = prompt; p < prompt + steps; ++p) {
-      runner.append(std::span(tokens).subspan(p, 1));
-      check(p);
+        ASSERT_NEAR(logits[i], want[i], 4e-3 * largest) << "position " << position << ", logit " << i;
     }
     return;
   }
