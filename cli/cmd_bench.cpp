@@ -207,12 +207,8 @@ void print_report(const BenchConfig& config, const std::string& dtype, const Ben
   if (!json_path.empty()) write_text_atomically(json_path, json.dump(2) + "\n");
 }
 
-}  // namespace
-
-int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values = method_value_options();
-  values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json", "steps"});
-  Args args("bench", argv, values, {"kernel-stats", "in-process", "skip-calibration"});
+// bench's settings from its arguments; `dtype` as the user spelled it.
+BenchConfig parse_bench_config(const Args& args, std::string& dtype) {
   if (!args.positional().empty()) throw InputError("bench: unexpected argument '" + args.positional()[0] + "'");
   BenchConfig config;
   if (args.has("lengths")) config.lengths = args.counts("lengths");
@@ -239,12 +235,23 @@ int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv)
       start = comma + 1;
     }
   }
-  const std::string dtype = args.text("dtype", "F16");
+  dtype = args.text("dtype", "F16");
   if (dtype == "F16") config.dtype = DType::f16;
   else if (dtype == "BF16") config.dtype = DType::bf16;
   else throw InputError("bench: --dtype must be F16 or BF16");
 
   config.calibrate = !args.flag("skip-calibration");
+  return config;
+}
+
+}  // namespace
+
+int run_bench(const GlobalOptions& global, const std::vector<std::string>& argv) {
+  std::set<std::string> values = method_value_options();
+  values.insert({"lengths", "heads", "kv-heads", "dim", "dtype", "budget", "prefill-budget", "repeat", "json", "steps"});
+  const Args args("bench", argv, values, {"kernel-stats", "in-process", "skip-calibration"});
+  std::string dtype;
+  const BenchConfig config = parse_bench_config(args, dtype);
   const std::vector<std::string> steps = bench_steps(config);
   const std::string json_path = args.text("json", "");
 

@@ -67,31 +67,70 @@ CheckResult check_against_reference(const CaptureLayer& layer, double scale, std
 
 }  // namespace
 
+namespace {
+
+// The queries a run times: the last probes (decode) or one chunk (prefill).
+std::vector<uint32_t> dense_positions(const Args& args, uint32_t T) {
+  std::vector<uint32_t> positions;
+  if (args.flag("decode")) {
+    const uint32_t probes = std::min(args.count("probes", 64, 1), T);
+    for (uint32_t t = T - probes; t < T; ++t) positions.push_back(t);
+  } else {
+    const uint32_t chunk = args.count("chunk", 128, 1);
+    const uint32_t chunks = (T + chunk - 1) / chunk;
+    const uint32_t index = args.count("chunk-index", chunks - 1, 0, chunks - 1);
+    for (uint32_t i = index * chunk; i < std::min(T, (index + 1) * chunk); ++i) positions.push_back(i);
+  }
+  return positions;
+}
+
+// The stages' median GPU ms over `repeat` runs of the pass, in recorded order.
+std::vector<std::pair<std::string, double>> median_stages(const vk::Device& device, const GpuLayer& layer, vk::Pass& pass,
+                                                          uint32_t repeat) {
+  std::map<std::string, std::vector<double>> samples;
+  std::vector<std::string> order;
+  raise_clocks(device, layer.keys);
+  for (uint32_t i = 0; i < repeat; ++i) {
+    pass.run();
+    for (const vk::StageTime& t : pass.stage_times()) {
+      if (!samples.count(t.stage)) order.push_back(t.stage);
+      samples[t.stage].push_back(t.milliseconds);
+    }
+  }
+  std::vector<std::pair<std::string, double>> medians;
+  for (const std::string& stage : order) medians.emplace_back(stage, median(samples[stage]));
+  return medians;
+}
+
+void print_dense(const nlohmann::json& report, const CaptureLayer& layer, const std::string& device,
+                 const std::vector<std::pair<std::string, double>>& stages) {
+  std::printf("device    %s\nlayer     %d  (H=%u G=%u d=%u T=%u %s)\n", device.c_str(), layer.index, layer.shape.heads,
+              layer.shape.kv_heads, layer.shape.dim, layer.shape.tokens, dtype_name(layer.dtype));
+  std::printf("%-9s %u queries, positions %u..%u\n", report["mode"].get<std::string>().c_str(), report["queries"].get<uint32_t>(),
+              report["first_position"].get<uint32_t>(), report["last_position"].get<uint32_t>());
+  std::printf("\n%-16s %12s\n", "stage", "GPU ms");
+  for (const auto& [stage, ms] : stages) std::printf("%-16s %12.4f\n", stage.c_str(), ms);
+  std::printf("%-16s %12.4f   (median of %u runs)\n", "total", report["timings_ms"]["total"].get<double>(),
+              report["repeat"].get<uint32_t>());
+  if (report.contains("check"))
+    std::printf("\ncheck     max relative output error %.3g, max log-sum-exp error %.3g: %s\n",
+                report["check"]["max_output_relative_error"].get<double>(), report["check"]["max_log_sum_exp_error"].get<double>(),
+                report["check"]["pass"].get<bool>() ? "pass" : "FAIL");
+}
+
+}  // namespace
+
 int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  Args args("dense", argv, {"capture", "layer", "probes", "chunk", "chunk-index", "repeat"},
-            {"decode", "prefill", "check", "json"});
+  const Args args("dense", argv, {"capture", "layer", "probes", "chunk", "chunk-index", "repeat"},
+                  {"decode", "prefill", "check", "json"});
   if (!args.positional().empty()) throw InputError("dense: unexpected argument '" + args.positional()[0] + "'");
   if (args.flag("decode") == args.flag("prefill")) throw InputError("dense: give exactly one of --decode and --prefill");
   Capture capture(args.required("capture"));
   require_finite(capture, global.allow_nonfinite);
   const CaptureLayer& layer =
       capture.layer(args.has("layer") ? int(args.count("layer", 0, 0, 1u << 20)) : capture.layers().front().index);
-  const uint32_t T = layer.shape.tokens;
   const uint32_t repeat = args.count("repeat", 1, 1, 100000);
-
-  std::vector<uint32_t> positions;
-  std::string mode;
-  if (args.flag("decode")) {
-    mode = "decode";
-    const uint32_t probes = std::min(args.count("probes", 64, 1), T);
-    for (uint32_t t = T - probes; t < T; ++t) positions.push_back(t);
-  } else {
-    mode = "prefill";
-    const uint32_t chunk = args.count("chunk", 128, 1);
-    const uint32_t chunks = (T + chunk - 1) / chunk;
-    const uint32_t index = args.count("chunk-index", chunks - 1, 0, chunks - 1);
-    for (uint32_t i = index * chunk; i < std::min(T, (index + 1) * chunk); ++i) positions.push_back(i);
-  }
+  const std::vector<uint32_t> positions = dense_positions(args, layer.shape.tokens);
 
   vk::Device device(global.device);
   GpuLayer gpu_layer(device, capture, layer);
@@ -102,54 +141,29 @@ int run_dense(const GlobalOptions& global, const std::vector<std::string>& argv)
   query_buffer.upload(queries);
   vk::Pass pass(device);
   dense.record(pass, gpu_layer, {&query_buffer, n, positions.front()}, "dense");
-
-  std::map<std::string, std::vector<double>> samples;
-  std::vector<std::string> stage_order;
-  raise_clocks(device, gpu_layer.keys);
-  for (uint32_t i = 0; i < repeat; ++i) {
-    pass.run();
-    for (const vk::StageTime& t : pass.stage_times()) {
-      if (!samples.count(t.stage)) stage_order.push_back(t.stage);
-      samples[t.stage].push_back(t.milliseconds);
-    }
-  }
+  const auto stages = median_stages(device, gpu_layer, pass, repeat);
 
   nlohmann::json report = {{"device", device.info().name}, {"capture", args.required("capture")},
-                           {"layer", layer.index}, {"mode", mode}, {"queries", positions.size()},
-                           {"first_position", positions.front()}, {"last_position", positions.back()},
-                           {"repeat", repeat}};
+                           {"layer", layer.index}, {"mode", args.flag("decode") ? "decode" : "prefill"},
+                           {"queries", positions.size()}, {"first_position", positions.front()},
+                           {"last_position", positions.back()}, {"repeat", repeat}};
   double total = 0;
-  for (const std::string& stage : stage_order) {
-    double ms = median(samples[stage]);
+  for (const auto& [stage, ms] : stages) {
     report["timings_ms"][stage] = ms;
     total += ms;
   }
   report["timings_ms"]["total"] = total;
-
   bool failed = false;
   if (args.flag("check")) {
-    CheckResult check = check_against_reference(layer, capture.scale(layer), queries, positions, dense.output(n),
-                                                dense.log_sum_exp(n));
+    const CheckResult check = check_against_reference(layer, capture.scale(layer), queries, positions, dense.output(n),
+                                                      dense.log_sum_exp(n));
     failed = !(check.max_output_error <= 1e-3);
     report["check"] = {{"max_output_relative_error", check.max_output_error},
                        {"max_log_sum_exp_error", check.max_lse_error},
                        {"pass", !failed}};
   }
-
-  if (args.flag("json")) {
-    std::printf("%s\n", report.dump(2).c_str());
-  } else {
-    std::printf("device    %s\nlayer     %d  (H=%u G=%u d=%u T=%u %s)\n", device.info().name.c_str(), layer.index,
-                layer.shape.heads, layer.shape.kv_heads, layer.shape.dim, T, dtype_name(layer.dtype));
-    std::printf("%-9s %zu queries, positions %u..%u\n", mode.c_str(), positions.size(), positions.front(), positions.back());
-    std::printf("\n%-16s %12s\n", "stage", "GPU ms");
-    for (const std::string& stage : stage_order) std::printf("%-16s %12.4f\n", stage.c_str(), median(samples[stage]));
-    std::printf("%-16s %12.4f   (median of %u runs)\n", "total", total, repeat);
-    if (report.contains("check"))
-      std::printf("\ncheck     max relative output error %.3g, max log-sum-exp error %.3g: %s\n",
-                  report["check"]["max_output_relative_error"].get<double>(),
-                  report["check"]["max_log_sum_exp_error"].get<double>(), failed ? "FAIL" : "pass");
-  }
+  if (args.flag("json")) std::printf("%s\n", report.dump(2).c_str());
+  else print_dense(report, layer, device.info().name, stages);
   return exit_code(global, device, failed ? 1 : 0);
 }
 

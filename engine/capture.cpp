@@ -259,7 +259,8 @@ std::optional<NonFiniteValue> first_non_finite(const Capture& capture) {
 
 void require_finite(const Capture& capture, bool allow) {
   if (allow) return;
-  if (auto bad = first_non_finite(capture)) throw InputError(bad->describe() + "; --allow-nonfinite to use it anyway");
+  if (auto bad = first_non_finite(capture))
+    throw InputError(bad->describe() + " (allowing non-finite values uses it anyway)", "allow_nonfinite");
 }
 
 }  // namespace kv

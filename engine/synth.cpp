@@ -86,7 +86,7 @@ void write_synthetic_capture(const std::filesystem::path& path, const SynthOptio
   if (o.tokens == 0) throw InputError("a capture needs at least one token", "tokens");
   if (o.layers == 0) throw InputError("a capture needs at least one layer", "layers");
   if (uint64_t(o.heads) * o.tokens * o.dim > (uint64_t(1) << 32))
-    throw InputError("synth: H x T x d exceeds 2^32 values per tensor");
+    throw InputError("H x T x d exceeds 2^32 values per tensor", "tokens");
 
   const uint32_t r = o.heads / o.kv_heads;
   const double root_d = std::sqrt(double(o.dim));
