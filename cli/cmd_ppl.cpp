@@ -1,6 +1,3 @@
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -84,13 +81,7 @@ int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   tokens.resize(a.length);
 
   vk::Device device(global.device);
-  const auto start = std::chrono::steady_clock::now();
-  const auto results = model::run_perplexity(device, checkpoint, tokens, a.config, [&](size_t done, size_t total) {
-    if (!isatty(STDERR_FILENO)) return;
-    std::fprintf(stderr, "\rppl %zu/%zu runs, %.0f s", done, total,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (done == total) std::fputc('\n', stderr);
-  });
+  const auto results = model::run_perplexity(device, checkpoint, tokens, a.config, runs_progress("ppl"));
   std::printf("ppl: %s, %u tokens of %s, the last %u scored, device %s\n", a.model.string().c_str(), a.length,
               a.text_file.c_str(), a.config.scored, device.info().name.c_str());
   std::printf("%-16s %7s %-8s %10s %12s\n", "method", "budget", "regime", "nll", "perplexity");

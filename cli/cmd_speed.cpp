@@ -1,6 +1,3 @@
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -143,13 +140,7 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
       *tokenizer, checkpoint.config(), a.prompt_file.empty() ? model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text : prompt_text);
 
   vk::Device device(global.device);
-  const auto start = std::chrono::steady_clock::now();
-  const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, a.config, [&](size_t done, size_t total) {
-    if (!isatty(STDERR_FILENO)) return;
-    std::fprintf(stderr, "\rspeed: %zu/%zu runs, %.0f s", done, total,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (done == total) std::fputc('\n', stderr);
-  });
+  const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, a.config, runs_progress("speed"));
   std::vector<std::string> texts;
   for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
   print_speed_table(a, run, device.info().name, texts);

@@ -1,5 +1,10 @@
 #include "method_args.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
 #include "error.h"
 #include "methods/table.h"
 
@@ -84,6 +89,16 @@ model::MethodSweep parse_method_sweep(const Args& args, const std::string& comma
   sweep.options = parse_method_options(args);
   model::check_sweep(sweep);
   return sweep;
+}
+
+std::function<void(size_t, size_t)> runs_progress(const std::string& label) {
+  const auto start = std::chrono::steady_clock::now();
+  return [label, start](size_t done, size_t total) {
+    if (!isatty(STDERR_FILENO)) return;
+    std::fprintf(stderr, "\r%s: %zu/%zu runs, %.0f s", label.c_str(), done, total,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (done == total) std::fputc('\n', stderr);
+  };
 }
 
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,

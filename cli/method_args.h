@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -33,6 +34,9 @@ std::set<std::string> sweep_value_options();
 model::Regime parse_regime(const Args& args, model::Regime fallback);
 model::MethodSweep parse_method_sweep(const Args& args, const std::string& command, model::Regime regime,
                                       const std::string& default_methods, const std::vector<uint32_t>& default_budgets);
+
+// A sweep's progress on stderr, when it is a terminal: "LABEL: D/N runs, S s".
+std::function<void(size_t done, size_t total)> runs_progress(const std::string& label);
 
 // --tokenizer PATH, or the model's own (model::default_tokenizer).
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
