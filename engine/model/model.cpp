@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "element_type.h"
 #include "error.h"
 #include "block_step.h"
 

@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -20,7 +19,6 @@
 #include "model/kernels.h"
 #include "model/selection_plan.h"
 #include "model/selection_runtime.h"
-#include "vk/kernel.h"
 #include "vk/pass.h"
 
 namespace kv::model {
