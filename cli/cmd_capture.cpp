@@ -31,8 +31,9 @@ const char* const kCaptureHelp =
     "the key (a 5-digit number from --seed, default 0) at depth D (0..1); --haystack-file\n"
     "puts the sentence --needle into the file's text at depth D, cut to about N tokens,\n"
     "then --question. The prompt starts with the model's BOS where it has one.\n"
-    "Default --layers: all.\n";
-
+    "Default --layers: all.\n\n"
+    "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
 
 std::vector<uint32_t> parse_layers(const std::string& text, uint32_t layers) {
@@ -58,7 +59,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   Args args("capture", argv,
             {"model", "tokenizer", "prompt", "prompt-file", "length", "depth", "seed", "haystack-file", "needle",
              "question", "layers", "chunk", "out"},
-            {"passkey"});
+            {"passkey", "random-weights"});
   if (!args.positional().empty()) throw InputError("capture: unexpected argument '" + args.positional()[0] + "'");
   const int sources = int(args.has("prompt")) + int(args.has("prompt-file")) + int(args.flag("passkey")) +
                       int(args.has("haystack-file"));
@@ -66,7 +67,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   const std::filesystem::path model_path = args.required("model");
   const std::string out = args.required("out");
   require_output_folder(out);
-  const model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
+  const model::Checkpoint checkpoint = open_model_checkpoint(args, model_path);
   const model::ModelConfig& config = checkpoint.config();
   const auto tokenizer = open_model_tokenizer(args, model_path, checkpoint);
   const std::vector<uint32_t> layers = parse_layers(args.text("layers", "all"), config.layers);
@@ -76,6 +77,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   bool has_needle = false;
   std::string source = "kvscope capture";
   if (args.flag("passkey") || args.has("haystack-file")) {
+    require_text_tokenizer(*tokenizer, "capture");
     const uint32_t length = args.required_count("length", 16, 1u << 24);
     const std::string depth_text = args.required("depth");
     char* end = nullptr;

@@ -46,8 +46,9 @@ const char* const kGenerateHelp =
     "                     plan\n"
     "  --logits OUT       also write the prompt's token ids and the logits of every\n"
     "                     prompt position (safetensors: tokens I32 [n], logits F32\n"
-    "                     [n, vocab]), to compare with another implementation\n";
-
+    "                     [n, vocab]), to compare with another implementation\n\n"
+    "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
 
 // A token from softmax(logits / temperature), within the smallest set of the
@@ -118,6 +119,8 @@ GenerateArgs parse_generate_args(const Args& args) {
 struct Generated {
   size_t prompt_tokens = 0;
   uint32_t tokens = 0;
+  std::vector<int32_t> ids;  // the generated tokens
+  std::string text;
   double prefill_seconds = 0, decode_ms = 0;
 };
 
@@ -127,6 +130,8 @@ nlohmann::json generate_json(const GenerateArgs& a, const std::string& device, c
                       {"prompt_tokens", g.prompt_tokens},
                       {"selection", model::plan_json(a.plan)},
                       {"generated_tokens", g.tokens},
+                      {"generated_ids", g.ids},
+                      {"generated_text", g.text},
                       {"time_to_first_token_ms", g.prefill_seconds * 1e3},
                       {"prefill_tokens_per_second", g.prompt_tokens / g.prefill_seconds},
                       {"decode_ms_per_token", g.decode_ms},
@@ -142,11 +147,11 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   std::set<std::string> value_options{"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature",
                                       "top-p",  "seed",      "chunk",  "json",        "logits"};
   value_options.merge(model_method_options());
-  const Args args("generate", argv, value_options, {});
+  const Args args("generate", argv, value_options, {"random-weights"});
   const GenerateArgs a = parse_generate_args(args);
   Random random(a.seed);
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const model::ModelConfig& config = checkpoint.config();
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
   const std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, config, a.prompt);
@@ -182,6 +187,8 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     ++g.tokens;
+    g.ids.push_back(next);
+    g.text += piece;
     if (g.tokens == a.steps) break;
     runner.append(std::span(&next, 1));
     previous = next;
@@ -194,7 +201,7 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   std::fprintf(stderr, "kvscope: %zu prompt tokens in %.1f ms (%.0f tokens/s), %u generated at %.2f ms/token on %s\n",
                tokens.size(), g.prefill_seconds * 1e3, tokens.size() / g.prefill_seconds, g.tokens, g.decode_ms,
                device.info().name.c_str());
-  if (!a.json.empty()) write_text_atomically(a.json, generate_json(a, device.info().name, runner, g).dump(2) + "\n");
+  if (!a.json.empty()) write_text_atomically(a.json, json_text(generate_json(a, device.info().name, runner, g), 2));
   return exit_code(global, device, 0);
 }
 

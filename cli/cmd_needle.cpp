@@ -45,8 +45,9 @@ const char* const kNeedleHelp =
     "once per prompt. --json: one object per (task, length, depth, method, budget,\n"
     "regime) with accuracy, samples and the answers; --csv the same without answers;\n"
     "--plot a PNG of accuracy over length x depth per method and budget, and of\n"
-    "accuracy against the budget per method.\n";
-
+    "accuracy against the budget per method.\n\n"
+    "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
 
 std::vector<double> parse_depths(const std::string& text) {
@@ -140,12 +141,13 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
   std::set<std::string> values{"model", "tokenizer",     "task",  "lengths", "depths", "samples", "prefill-budget",
                                "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
   values.merge(sweep_value_options());
-  const Args args("needle", argv, values, {});
+  const Args args("needle", argv, values, {"random-weights"});
   const NeedleArgs a = parse_needle_args(args);
   const std::string task = args.text("task", "passkey");
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  require_text_tokenizer(*tokenizer, "needle");
   vk::Device device(global.device);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<model::NeedleResult> results = model::run_needle(
@@ -159,7 +161,7 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
     j["tokenizer"] = args.text("tokenizer", "");
     j["haystack_file"] = a.haystack_file;
     j["device"] = device.info().name;
-    write_text_atomically(a.json, j.dump(1) + "\n");
+    write_text_atomically(a.json, json_text(j, 1));
   }
   if (!a.csv.empty()) write_text_atomically(a.csv, needle_csv(task, results));
   if (!a.plot.empty()) write_needle_plot(a.plot, task, results);

@@ -25,8 +25,9 @@ const char* const kPplHelp =
     "rest, then each scored token teacher-forced through a decode step with the method,\n"
     "as Fier's PG19 evaluation; prefill: every chunk of --chunk tokens through the\n"
     "method, the same positions scored. Dense runs both ways (the two agree to rounding).\n"
-    "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n";
-
+    "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n\n"
+    "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
 
 struct PplArgs {
@@ -66,14 +67,15 @@ nlohmann::json ppl_json(const PplArgs& a, const std::string& device, const std::
 }  // namespace
 
 int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json"};
+  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json", "seed"};
   values.merge(sweep_value_options());
-  const Args args("ppl", argv, values, {});
+  const Args args("ppl", argv, values, {"random-weights"});
   const PplArgs a = parse_ppl_args(args);
   const std::string text = model::read_text_file(a.text_file);
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  require_text_tokenizer(*tokenizer, "ppl");
   std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, checkpoint.config(), text);
   if (tokens.size() < a.length)
     throw InputError("ppl: " + a.text_file + " holds " + std::to_string(tokens.size()) + " tokens, fewer than --length " +
@@ -88,7 +90,7 @@ int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   for (const model::PerplexityResult& r : results)
     std::printf("%-16s %7s %-8s %10.4f %12.4f\n", r.method.c_str(), r.budget ? std::to_string(r.budget).c_str() : "-",
                 model::regime_name(r.regime), r.mean_nll, r.perplexity());
-  if (!a.json.empty()) write_text_atomically(a.json, ppl_json(a, device.info().name, results).dump(1) + "\n");
+  if (!a.json.empty()) write_text_atomically(a.json, json_text(ppl_json(a, device.info().name, results), 1));
   return exit_code(global, device, 0);
 }
 

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "args.h"
@@ -33,8 +34,9 @@ const char* const kSpeedHelp =
     "alike; each run reports the median round. Prints the speed-up over dense and the\n"
     "share of GPU time in attention and in selection; --json adds each round and GPU\n"
     "ms by part. Defaults: --methods dense,quest,fier --budgets 256,1024,2048 (decode),\n"
-    "--methods dense,quoka --budgets 1024,2048 (prefill).\n";
-
+    "--methods dense,quoka --budgets 1024,2048 (prefill).\n\n"
+    "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
 
 struct SpeedArgs {
@@ -62,6 +64,16 @@ SpeedArgs parse_speed_args(const Args& args) {
   if (!a.json.empty()) require_output_folder(a.json);
   a.prompt_file = args.text("prompt-file", "");
   return a;
+}
+
+// `length` tokens: the model's BOS, then ids drawn from `seed` (a prompt for
+// random weights without a tokenizer).
+std::vector<int32_t> random_prompt(const model::ModelConfig& config, uint32_t length, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens;
+  if (config.bos_token >= 0) tokens.push_back(config.bos_token);
+  while (tokens.size() < length) tokens.push_back(int32_t(rng() % config.vocab));
+  return tokens;
 }
 
 // The continuation as text, each token decoded after the one before it.
@@ -128,23 +140,25 @@ nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedRun& run, const 
 }  // namespace
 
 int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json"};
+  std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json", "seed"};
   values.merge(sweep_value_options());
-  const Args args("speed", argv, values, {});
+  const Args args("speed", argv, values, {"random-weights"});
   const SpeedArgs a = parse_speed_args(args);
   const std::string prompt_text = a.prompt_file.empty() ? "" : model::read_text_file(a.prompt_file);
 
-  const model::Checkpoint checkpoint = model::Checkpoint::open(a.model);
+  const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
-  const std::vector<int32_t> prompt = model::prompt_tokens(
-      *tokenizer, checkpoint.config(), a.prompt_file.empty() ? model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text : prompt_text);
+  std::vector<int32_t> prompt;
+  if (!a.prompt_file.empty()) prompt = model::prompt_tokens(*tokenizer, checkpoint.config(), prompt_text);
+  else if (model::is_token_ids(*tokenizer)) prompt = random_prompt(checkpoint.config(), a.length, args.count("seed", 0));
+  else prompt = model::prompt_tokens(*tokenizer, checkpoint.config(), model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text);
 
   vk::Device device(global.device);
   const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, a.config, runs_progress("speed"));
   std::vector<std::string> texts;
   for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
   print_speed_table(a, run, device.info().name, texts);
-  if (!a.json.empty()) write_text_atomically(a.json, speed_json(a, run, device.info().name, texts).dump(1) + "\n");
+  if (!a.json.empty()) write_text_atomically(a.json, json_text(speed_json(a, run, device.info().name, texts), 1));
   return exit_code(global, device, 0);
 }
 

@@ -101,11 +101,25 @@ std::function<void(size_t, size_t)> runs_progress(const std::string& label) {
   };
 }
 
+model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem::path& model_path) {
+  if (!args.flag("random-weights")) return model::Checkpoint::open(model_path);
+  return model::Checkpoint::random(model_path, args.count("seed", 0));
+}
+
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint) {
-  return model::open_tokenizer(
-      args.has("tokenizer") ? std::filesystem::path(args.text("tokenizer")) : model::default_tokenizer(model_path),
-      checkpoint.config().vocab);
+  const uint32_t vocab = checkpoint.config().vocab;
+  if (args.has("tokenizer")) return model::open_tokenizer(args.text("tokenizer"), vocab);
+  if (!checkpoint.random()) return model::open_tokenizer(model::default_tokenizer(model_path), vocab);
+  std::filesystem::path folder = std::filesystem::is_directory(model_path) ? model_path : model_path.parent_path();
+  if (folder.empty()) folder = ".";
+  if (std::filesystem::exists(folder / "tokenizer.json")) return model::open_tokenizer(folder / "tokenizer.json", vocab);
+  return model::token_id_tokenizer(vocab);
+}
+
+void require_text_tokenizer(const model::Tokenizer& tokenizer, const std::string& command) {
+  if (model::is_token_ids(tokenizer))
+    throw InputError(command + ": its prompts are text, and random weights without a tokenizer take token ids: give --tokenizer");
 }
 
 Mode parse_mode(const Args& args, const std::string& command) {

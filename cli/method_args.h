@@ -38,9 +38,16 @@ model::MethodSweep parse_method_sweep(const Args& args, const std::string& comma
 // A sweep's progress on stderr, when it is a terminal: "LABEL: D/N runs, S s".
 std::function<void(size_t done, size_t total)> runs_progress(const std::string& label);
 
-// --tokenizer PATH, or the model's own (model::default_tokenizer).
+// --model PATH, or with --random-weights the config.json at PATH (or in the
+// folder PATH) with random weights drawn from --seed (default 0).
+model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem::path& model_path);
+// --tokenizer PATH, or the model's own (model::default_tokenizer); for random
+// weights the tokenizer.json beside the config, else token ids
+// (model::token_id_tokenizer).
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint);
+// Refuses, naming `command`, a tokenizer of token ids where the prompts are text.
+void require_text_tokenizer(const model::Tokenizer& tokenizer, const std::string& command);
 
 // The methods and their options, as --help lists them (from method_table()).
 std::string methods_help();

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "error.h"
@@ -18,6 +19,13 @@ inline void write_text_atomically(const std::string& path, const std::string& te
     std::remove(temporary.c_str());
     throw InputError("cannot write " + path);
   }
+}
+
+// A result as JSON text. A model's text may stop inside a character (a
+// continuation cut after a token, or random weights' tokens): such bytes
+// become U+FFFD rather than costing the run its output.
+inline std::string json_text(const nlohmann::json& json, int indent) {
+  return json.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 // Refuses, before any work, an output path whose folder does not exist.

@@ -377,6 +377,14 @@ KV_PUSH_STRUCT(ModelSwigluPush, MODEL_SWIGLU_FIELDS)
   uint n;
 KV_PUSH_STRUCT(ModelArgmaxPush, MODEL_ARGMAX_FIELDS)
 
+// model_random_fill.comp: element i of a tensor of random weights is
+// (hash(key, i) >> 24, a signed byte) * 2^-12, exact in every storage type
+// (engine/model/random_weights.cpp is its host twin).
+#define MODEL_RANDOM_FILL_FIELDS \
+  uint words;   /* 32-bit words of the tensor */ \
+  uint key;     /* the seed and the tensor's index, mixed */
+KV_PUSH_STRUCT(ModelRandomFillPush, MODEL_RANDOM_FILL_FIELDS)
+
 #ifdef __cplusplus
 }  // namespace kv::layouts
 #endif

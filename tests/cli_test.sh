@@ -131,6 +131,19 @@ expect 2 "generate with a truncated checkpoint" -- "$kvscope" generate --model "
 expect 2 "generate with a wrong tokenizer" -- "$kvscope" generate --model "$stories/stories260K.bin" --tokenizer "$work/s.safetensors"
 expect 2 "generate with a refused --json" -- "$kvscope" generate --model "$stories/stories260K.bin" --steps 2 --json "$work/no/such/dir/g.json"
 
+# Random weights from a bare config.json (no tokenizer beside it): token ids in and out.
+shape=$work/shape
+mkdir -p "$shape" && cp "$(dirname "$0")/../assets/models/llama-debian-5m/config.json" "$shape/"
+expect 0 "generate with random weights and token ids" -- "$kvscope" --debug-sync generate --model "$shape/config.json" --random-weights \
+  --seed 3 --prompt "5 6 7" --steps 4
+grep -Eq "^( [0-9]+){4}$" "$work/out" || { echo "FAIL: generate with random weights printed no token ids"; failures=$((failures + 1)); }
+expect 0 "speed with random weights" -- "$kvscope" speed --model "$shape" --random-weights --length 200 --steps 2 --rounds 1 \
+  --methods dense,quest --budgets 32 --json "$work/r.json"
+[ "$(grep -c '"ms_per_token"' "$work/r.json")" = 2 ] || { echo "FAIL: speed with random weights lacks a run"; failures=$((failures + 1)); }
+expect 2 "needle with random weights and no tokenizer" -- "$kvscope" needle --model "$shape" --random-weights --lengths 256
+expect 2 "generate with random weights and a text prompt" -- "$kvscope" generate --model "$shape" --random-weights --prompt hello
+expect 2 "random weights without a config" -- "$kvscope" generate --model "$work/none.json" --random-weights --prompt "1"
+
 debian5m=$(dirname "$0")/../assets/models/llama-debian-5m
 expect 0 "capture a passkey prompt" -- "$kvscope" --debug-sync capture --model "$debian5m" --passkey --length 300 --depth 0.5 --layers 0,5 --out "$work/pk.safetensors"
 expect 0 "info on the capture" -- "$kvscope" info "$work/pk.safetensors"

@@ -18,6 +18,7 @@
 #include "model/model.h"
 #include "model/needle.h"
 #include "model/prompts.h"
+#include "model/random_weights.h"
 #include "model/tokenizer.h"
 #include "random_capture.h"
 #include "reference/model.h"
@@ -543,6 +544,94 @@ TEST_F(ModelRunTest, NeedleResultsRecordThePlanEachCellRan) {
   EXPECT_EQ(read[0].plan, model::SelectionPlan{});
   EXPECT_EQ(read[1].plan, both);
   EXPECT_EQ(written["results"][1]["regime"], "both");
+}
+
+// A model of random weights (Checkpoint::random, drawn on the device by
+// model_random_fill.comp) runs exactly as the same values written to a
+// safetensors file by the kernel's host twin: every matrix gets the key of its
+// place, and the fill and upload paths hold the same bytes. Tied and untied.
+TEST_F(ModelRunTest, RandomWeightsEqualTheirHostTwinOnDisk) {
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (bool tied : {true, false}) {
+    TinyModel m{tied ? "random_tied" : "random_untied"};
+    m.tied = tied;
+    const std::filesystem::path config_dir = write_tiny_model(m, 1);
+    const model::Checkpoint drawn = model::Checkpoint::random(config_dir / "config.json", seed);
+    EXPECT_TRUE(drawn.random());
+    EXPECT_THROW(reference::model_logits(drawn, std::vector<int32_t>{1, 2}), InputError);
+
+    // The same checkpoint written out: matrices from the host twin, by key index.
+    std::vector<std::vector<std::byte>> storage;
+    std::vector<TensorToWrite> tensors;
+    auto matrix = [&](const model::Weight& w, uint32_t index) {
+      storage.push_back(model::random_weight_bytes(w.dtype, model::random_weight_key(seed, index), w.count()));
+      tensors.push_back({w.name, w.dtype, w.shape, storage.back()});
+    };
+    auto plain = [&](const model::Weight& w) { tensors.push_back({w.name, w.dtype, w.shape, w.data}); };
+    storage.reserve(2 + 7 * m.layers);
+    matrix(drawn.embedding(), 0);
+    if (!tied) matrix(drawn.lm_head(), 1);
+    plain(drawn.final_norm());
+    for (uint32_t l = 0; l < m.layers; ++l) {
+      const model::LayerWeights& w = drawn.layers()[l];
+      const uint32_t first = 2 + 7 * l;
+      plain(w.attention_norm);
+      plain(w.mlp_norm);
+      matrix(w.wq, first);
+      matrix(w.wk, first + 1);
+      matrix(w.wv, first + 2);
+      matrix(w.wo, first + 3);
+      matrix(w.w_gate, first + 4);
+      matrix(w.w_up, first + 5);
+      matrix(w.w_down, first + 6);
+    }
+    const std::filesystem::path twin_dir = test::temp_path(m.name + "_twin_seed" + std::to_string(seed));
+    std::filesystem::create_directories(twin_dir);
+    std::filesystem::copy_file(config_dir / "config.json", twin_dir / "config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    write_safetensors(twin_dir / "model.safetensors", tensors, {});
+    const model::Checkpoint twin = model::Checkpoint::open(twin_dir);
+
+    std::vector<int32_t> tokens(21);
+    std::mt19937 rng(seed);
+    for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+    auto run = [&](const model::Checkpoint& checkpoint) {
+      model::Model runner(test::device(), checkpoint, uint32_t(tokens.size()), 8);
+      runner.prefill(tokens, true);
+      std::vector<float> logits = runner.logits();
+      runner.rewind(0);
+      return logits;
+    };
+    const std::vector<float> from_device = run(drawn), from_disk = run(twin);
+    EXPECT_EQ(from_device, from_disk) << (tied ? "tied" : "untied");
+    double spread = 0;
+    for (float v : from_device) spread = std::max(spread, double(std::abs(v)));
+    EXPECT_GT(spread, 0.0) << "the logits of random weights are all zero";
+  }
+}
+
+// The shipped shapes (assets/shapes) are the real models': each config's
+// parameter count, from the checkpoint Checkpoint::random builds of it
+// (nothing is allocated on the device), is the published one.
+TEST(ShippedShapes, HaveTheirModelsParameterCounts) {
+  const std::vector<std::pair<std::string, uint64_t>> shapes = {
+      {"llama-3-8b", 8030261248},  {"llama-3.1-8b", 8030261248}, {"llama-2-7b", 6738415616},
+      {"longchat-7b-v1.5-32k", 6738415616}, {"mistral-7b", 7248023552}, {"qwen2.5-7b", 7615616512},
+      {"llama-3.2-1b", 1235814400}, {"llama-3.2-3b", 3212749824}};
+  for (const auto& [name, parameters] : shapes) {
+    const model::Checkpoint c = model::Checkpoint::random(KVSCOPE_ASSETS "/shapes/" + name + ".json", 0);
+    uint64_t total = c.embedding().count() + c.final_norm().count() + (c.tied() ? 0 : c.lm_head().count());
+    for (const model::LayerWeights& w : c.layers())
+      for (const model::Weight* weight : {&w.attention_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.bq, &w.bk, &w.bv, &w.mlp_norm,
+                                          &w.w_gate, &w.w_up, &w.w_down})
+        total += weight->present() ? weight->count() : 0;
+    EXPECT_EQ(total, parameters) << name;
+  }
+  // Past their contexts they are refused, as their checkpoints would be.
+  const model::Checkpoint llama2 = model::Checkpoint::random(KVSCOPE_ASSETS "/shapes/llama-2-7b.json", 0);
+  EXPECT_THROW(model::check_sequence_length(llama2.config(), 4097), InputError);
+  EXPECT_NO_THROW(model::check_sequence_length(llama2.config(), 4096));
 }
 
 TEST_F(ModelRunTest, SelectionPlanRefusals) {

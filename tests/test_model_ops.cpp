@@ -11,6 +11,7 @@
 
 #include "capture.h"
 #include "model/kernels.h"
+#include "model/random_weights.h"
 #include "random_capture.h"
 #include "test_device.h"
 
@@ -195,6 +196,27 @@ TEST_P(ModelOpsByType, RopeRotatesIntoTheCache) {
           ASSERT_TRUE(std::isnan(got_k[(size_t(g) * capacity + p) * d])) << "cache position " << p;
         }
   }
+}
+
+// Random weights drawn on the device, bit for bit the host twin's
+// (model/random_weights.h), over a tensor larger than one grid-stride pass.
+TEST_P(ModelOpsByType, RandomFillMatchesItsHostTwin) {
+  const DType dtype = GetParam();
+  const uint32_t key = model::random_weight_key(seed_, 7);
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const size_t count = 4096 * 256 * 2 * 2 + 6;  // past 4096 workgroups' first pass, in every type
+  const std::vector<std::byte> want = model::random_weight_bytes(dtype, key, count);
+  vk::Buffer weights = poisoned((want.size() + 3) / 4 * 4);
+  const model::ModelKernels kernels(test::device(), dtype, false);
+  run([&](vk::Pass& pass) { kernels.random_fill(pass, weights, key); });
+  std::vector<std::byte> got(want.size());
+  weights.download(got);
+  ASSERT_TRUE(got == want) << "the device's random weights differ from the host twin's";
+  const std::vector<float> values = to_float(dtype, want);
+  double sum = 0, squares = 0;
+  for (float v : values) sum += v, squares += double(v) * v;
+  EXPECT_NEAR(sum / count, 0.0, 1e-3);
+  EXPECT_NEAR(std::sqrt(squares / count), 1.0 / 32 / std::sqrt(3.0), 1e-3);  // uniform over [-1/32, 1/32)
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, ModelOpsByType, ::testing::Values(DType::f32, DType::f16, DType::bf16),

@@ -1,5 +1,6 @@
 #include "model/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -134,6 +135,60 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
     w.w_gate = tensors.get(p + "mlp.gate_proj.weight", true, c.files_);
     w.w_up = tensors.get(p + "mlp.up_proj.weight", true, c.files_);
     w.w_down = tensors.get(p + "mlp.down_proj.weight", true, c.files_);
+    c.layers_.push_back(w);
+  }
+  c.check_shapes();
+  return c;
+}
+
+uint64_t Weight::count() const {
+  uint64_t n = 1;
+  for (uint64_t s : shape) n *= s;
+  return n;
+}
+
+Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) {
+  const std::filesystem::path config_json = std::filesystem::is_directory(path) ? path / "config.json" : path;
+  Checkpoint c;
+  c.config_ = read_hf_config(config_json);
+  c.source_ = config_json.string() + " with random weights (seed " + std::to_string(seed) + ")";
+  c.random_ = true;
+  c.seed_ = seed;
+  const ModelConfig& m = c.config_;
+  const uint64_t hidden = m.hidden, q_dim = uint64_t(m.heads) * m.head_dim, kv_dim = uint64_t(m.kv_heads) * m.head_dim;
+  // Norms of ones and zero biases, in one fp32 block the weights point into.
+  const uint64_t ones = hidden * (2 * uint64_t(m.layers) + 1), zeros = m.qkv_bias ? q_dim + 2 * kv_dim : 0;
+  std::vector<float> values(ones + zeros, 0.0f);
+  std::fill(values.begin(), values.begin() + ones, 1.0f);
+  c.owned_.resize(values.size() * sizeof(float));
+  std::memcpy(c.owned_.data(), values.data(), c.owned_.size());
+  const std::span<const std::byte> all(c.owned_);
+  auto floats = [&](const std::string& name, uint64_t first, uint64_t n) {
+    return Weight{name, DType::f32, {n}, all.subspan(first * sizeof(float), n * sizeof(float))};
+  };
+  auto matrix = [&](const std::string& name, uint64_t rows, uint64_t columns) {
+    return Weight{name, DType::f16, {rows, columns}, {}};
+  };
+  c.embedding_ = matrix("model.embed_tokens.weight", m.vocab, hidden);
+  c.final_norm_ = floats("model.norm.weight", 0, hidden);
+  if (!m.tied_embeddings) c.lm_head_ = matrix("lm_head.weight", m.vocab, hidden);
+  for (uint32_t l = 0; l < m.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights w;
+    w.attention_norm = floats(p + "input_layernorm.weight", hidden * (1 + 2 * uint64_t(l)), hidden);
+    w.mlp_norm = floats(p + "post_attention_layernorm.weight", hidden * (2 + 2 * uint64_t(l)), hidden);
+    w.wq = matrix(p + "self_attn.q_proj.weight", q_dim, hidden);
+    w.wk = matrix(p + "self_attn.k_proj.weight", kv_dim, hidden);
+    w.wv = matrix(p + "self_attn.v_proj.weight", kv_dim, hidden);
+    w.wo = matrix(p + "self_attn.o_proj.weight", hidden, q_dim);
+    if (m.qkv_bias) {  // every layer's biases are the same zeros
+      w.bq = floats(p + "self_attn.q_proj.bias", ones, q_dim);
+      w.bk = floats(p + "self_attn.k_proj.bias", ones + q_dim, kv_dim);
+      w.bv = floats(p + "self_attn.v_proj.bias", ones + q_dim + kv_dim, kv_dim);
+    }
+    w.w_gate = matrix(p + "mlp.gate_proj.weight", m.intermediate, hidden);
+    w.w_up = matrix(p + "mlp.up_proj.weight", m.intermediate, hidden);
+    w.w_down = matrix(p + "mlp.down_proj.weight", hidden, m.intermediate);
     c.layers_.push_back(w);
   }
   c.check_shapes();

@@ -15,13 +15,15 @@
 
 namespace kv::model {
 
-// One weight: its dtype, shape and bytes (in a mapped file or the checkpoint's own memory).
+// One weight: its dtype, shape and bytes (in a mapped file or the checkpoint's
+// own memory; none for a matrix of random weights, which the device draws).
 struct Weight {
   std::string name;  // as the file names it
   DType dtype = DType::f32;
   std::vector<uint64_t> shape;
   std::span<const std::byte> data;
-  bool present() const { return !data.empty(); }
+  bool present() const { return !shape.empty(); }
+  uint64_t count() const;
 };
 
 struct LayerWeights {
@@ -36,6 +38,11 @@ class Checkpoint {
   static Checkpoint open(const std::filesystem::path& path);
   // A llama2.c checkpoint from its bytes; `source` names it in errors.
   static Checkpoint from_llama2c(std::vector<std::byte> bytes, const std::string& source);
+  // The shapes of a Hugging Face config.json (or a directory holding one) with
+  // random fp16 matrices that the device draws from `seed`
+  // (model/random_weights.h), norms of ones and zero biases: a model to time
+  // at its real size without its weights.
+  static Checkpoint random(const std::filesystem::path& config, uint32_t seed);
 
   Checkpoint(Checkpoint&&) noexcept;
   Checkpoint& operator=(Checkpoint&&) noexcept;
@@ -50,6 +57,9 @@ class Checkpoint {
   bool tied() const { return !lm_head_.present(); }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::string& source() const { return source_; }
+  // Whether the matrices are random (Checkpoint::random), and their seed.
+  bool random() const { return random_; }
+  uint32_t seed() const { return seed_; }
 
  private:
   Checkpoint() = default;
@@ -61,7 +71,9 @@ class Checkpoint {
   Weight embedding_, final_norm_, lm_head_;
   std::vector<LayerWeights> layers_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
-  std::vector<std::byte> owned_;                          // a llama2.c checkpoint's bytes
+  std::vector<std::byte> owned_;  // a llama2.c checkpoint's bytes; a random one's norms and biases
+  bool random_ = false;
+  uint32_t seed_ = 0;
 };
 
 // Floats of a weight, widened from its dtype (norms, biases, references).

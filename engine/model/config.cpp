@@ -72,8 +72,10 @@ class Fields {
 // them, then scaled as `rope_type` says (transformers' rope initialisation
 // functions for "default", "linear" and "llama3").
 std::vector<double> rope_frequencies(const Fields& f, const json& rope, uint32_t head_dim) {
+  // Absent everywhere (Llama 2's config.json): transformers' default, 10000.
   const double theta = rope.contains("rope_theta") ? f.number(rope["rope_theta"], "rope_parameters.rope_theta", 0)
-                                                   : f.number("rope_theta", 0);
+                       : f.has("rope_theta")       ? f.number("rope_theta", 0)
+                                                   : 10000.0;
   std::vector<double> inverse(head_dim / 2);
   for (uint32_t i = 0; i < head_dim / 2; ++i)
     inverse[i] = double(1.0f / std::pow(float(theta), float(2 * i) / float(head_dim)));

@@ -1,5 +1,6 @@
 #include "model/kernels.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "element_type.h"
@@ -10,6 +11,7 @@
 #include "model_matmul_matrix.spv.h"
 #include "model_matmul_matrix_khr.spv.h"
 #include "model_matvec.spv.h"
+#include "model_random_fill.spv.h"
 #include "model_rmsnorm.spv.h"
 #include "model_rope.spv.h"
 #include "model_swiglu.spv.h"
@@ -42,6 +44,8 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, bool matrix_
             std::vector<uint32_t>{element_type(storage)}),
       swiglu_(device, "model_swiglu", model_swiglu_spirv, {2, sizeof(layouts::ModelSwigluPush)}, {}),
       argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
+      random_fill_(device, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
+                   std::vector<uint32_t>{element_type(storage)}),
       no_bias_(zero_float(device)) {
   if (matrix_linear_layers)
     matmul_matrix_.emplace(device, "model_matmul_matrix",
@@ -83,6 +87,13 @@ void ModelKernels::rope(vk::Pass& pass, const RopeBuffers& b, const layouts::Mod
 
 void ModelKernels::swiglu(vk::Pass& pass, vk::Buffer& gate, const vk::Buffer& up, uint32_t count) const {
   pass.dispatch(swiglu_, {&gate, &up}, layouts::ModelSwigluPush{count}, ceil_div(count, 256), 1, 1, "swiglu");
+}
+
+void ModelKernels::random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const {
+  const uint32_t words = uint32_t(weights.bytes() / 4);
+  // A grid-stride loop: at most 4096 workgroups, whatever the tensor's size.
+  pass.dispatch(random_fill_, {&weights}, layouts::ModelRandomFillPush{words, key}, std::min(ceil_div(words, 256), 4096u), 1, 1,
+                "random_fill");
 }
 
 void ModelKernels::argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n) const {

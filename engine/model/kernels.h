@@ -39,6 +39,8 @@ class ModelKernels {
   void rope(vk::Pass& pass, const RopeBuffers& buffers, const layouts::ModelRopePush& push) const;
   // gate[i] = silu(gate[i]) * up[i].
   void swiglu(vk::Pass& pass, vk::Buffer& gate, const vk::Buffer& up, uint32_t count) const;
+  // Every word of `weights` from the random-weight hash of `key` (model_random_fill.comp).
+  void random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const;
   // chosen[0] = the first index of the largest of `n` logits (NaN the least).
   void argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n) const;
 
@@ -47,7 +49,7 @@ class ModelKernels {
  private:
   vk::Kernel embed_, rmsnorm_, matvec_, matmul_;
   std::optional<vk::Kernel> matmul_matrix_;
-  vk::Kernel rope_, swiglu_, argmax_;
+  vk::Kernel rope_, swiglu_, argmax_, random_fill_;
   vk::Buffer no_bias_;  // bound where a layer has none
 };
 

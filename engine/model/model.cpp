@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "block_step.h"
+#include "model/random_weights.h"
 
 namespace kv::model {
 namespace {
@@ -50,7 +51,6 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
       capacity_(checked_capacity(checkpoint.config(), capacity)),
       chunk_(std::max(1u, std::min(chunk, capacity))),
       kernels_(device, dtype_, linear_layers_on_matrices(device, checkpoint.config(), dtype_)),
-      embedding_(upload_weight(device, checkpoint.embedding())),
       final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
       tied_(checkpoint.tied()),
       attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_),
@@ -59,18 +59,30 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   const ModelConfig& c = config_;
   if (c.hidden % 2 || c.intermediate % 2)  // the linear layers take channels in pairs
     throw InputError(checkpoint.source() + ": the hidden and intermediate sizes must be even");
-  if (!tied_) lm_head_ = upload_weight(device, checkpoint.lm_head());
-  for (const LayerWeights& w : checkpoint.layers()) {
+  // A random checkpoint's matrices are drawn on the device, each from its own
+  // key (the embedding 0, the LM head 1, then seven a layer), in one pass.
+  vk::Pass fills(device, 2 + 7 * c.layers);
+  auto matrix = [&](const Weight& w, uint32_t index) {
+    if (!checkpoint.random()) return upload_weight(device, w);
+    vk::Buffer buffer(device, (w.count() * dtype_size(w.dtype) + 3) / 4 * 4);
+    kernels_.random_fill(fills, buffer, random_weight_key(checkpoint.seed(), index));
+    return buffer;
+  };
+  embedding_ = matrix(checkpoint.embedding(), 0);
+  if (!tied_) lm_head_ = matrix(checkpoint.lm_head(), 1);
+  for (uint32_t l = 0; l < c.layers; ++l) {
+    const LayerWeights& w = checkpoint.layers()[l];
+    const uint32_t first = 2 + 7 * l;
     DeviceLayer d{upload_floats(device, to_floats(w.attention_norm)), upload_floats(device, to_floats(w.mlp_norm)),
-                  upload_weight(device, w.wq), upload_weight(device, w.wk), upload_weight(device, w.wv),
-                  upload_weight(device, w.wo), upload_weight(device, w.w_gate), upload_weight(device, w.w_up),
-                  upload_weight(device, w.w_down),
+                  matrix(w.wq, first), matrix(w.wk, first + 1), matrix(w.wv, first + 2), matrix(w.wo, first + 3),
+                  matrix(w.w_gate, first + 4), matrix(w.w_up, first + 5), matrix(w.w_down, first + 6),
                   upload_floats(device, w.bq.present() ? to_floats(w.bq) : std::vector<float>{}),
                   upload_floats(device, w.bk.present() ? to_floats(w.bk) : std::vector<float>{}),
                   upload_floats(device, w.bv.present() ? to_floats(w.bv) : std::vector<float>{}), w.bq.present()};
     layers_.push_back(std::move(d));
     caches_.push_back(std::make_unique<GpuLayer>(device, cache_shape(c, capacity_), dtype_, 1.0 / std::sqrt(double(c.head_dim))));
   }
+  if (checkpoint.random()) fills.run();
   kept_queries_.resize(c.layers);
   // (cos, sin) of every position and channel pair: the angle is the fp32
   // product of the position and the inverse frequency, as transformers and

@@ -466,4 +466,42 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::filesystem::path& path, uin
   return parse_llama2c_tokenizer(read_text_file(file), vocab_size, file.string());
 }
 
+namespace {
+
+class TokenIds : public Tokenizer {
+ public:
+  explicit TokenIds(uint32_t vocab) : vocab_(vocab) {}
+  std::vector<int32_t> encode(std::string_view text) const override {
+    std::vector<int32_t> ids;
+    size_t i = 0;
+    while (i < text.size()) {
+      if (std::isspace(static_cast<unsigned char>(text[i]))) {
+        ++i;
+        continue;
+      }
+      size_t end = i;
+      uint64_t id = 0;
+      while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) && id < vocab_) id = id * 10 + uint64_t(text[end++] - '0');
+      if (end == i || id >= vocab_ || (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))))
+        throw InputError("without a tokenizer a prompt is token ids below " + std::to_string(vocab_) + " (\"17 4 2031\"), not '" +
+                             std::string(text.substr(i, std::min<size_t>(16, text.size() - i))) + "'",
+                         "tokenizer");
+      ids.push_back(int32_t(id));
+      i = end;
+    }
+    return ids;
+  }
+  std::string decode(int32_t, int32_t token) const override { return " " + std::to_string(token); }
+  uint32_t vocab_size() const override { return vocab_; }
+
+ private:
+  uint32_t vocab_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> token_id_tokenizer(uint32_t vocab_size) { return std::make_unique<TokenIds>(vocab_size); }
+
+bool is_token_ids(const Tokenizer& tokenizer) { return dynamic_cast<const TokenIds*>(&tokenizer) != nullptr; }
+
 }  // namespace kv::model

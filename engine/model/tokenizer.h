@@ -24,6 +24,12 @@ class Tokenizer {
   virtual uint32_t vocab_size() const = 0;
 };
 
+// A model without a tokenizer (random weights from a bare config.json): text
+// is token ids written as decimal numbers ("17 4 2031"), and a token decodes
+// as " <id>". is_token_ids tells it apart.
+std::unique_ptr<Tokenizer> token_id_tokenizer(uint32_t vocab_size);
+bool is_token_ids(const Tokenizer& tokenizer);
+
 // A Hugging Face tokenizer.json, from its text; `source` names it in errors.
 std::unique_ptr<Tokenizer> parse_hf_tokenizer(const std::string& json_text, const std::string& source);
 // A llama2.c tokenizer (tok*.bin) for a model of `vocab_size` tokens, from its bytes.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "error.h"
 #include "half.h"
 
 namespace kv::reference {
@@ -88,6 +89,7 @@ HostLayer host_layer_so_far(const ModelConfig& c, const std::vector<Vector>& que
 template <typename OnQkv>
 std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span<const int32_t> tokens,
                                          const std::vector<Block>& blocks, const AttendRule& rule, OnQkv on_qkv) {
+  if (checkpoint.random()) throw InputError("the float64 reference reads the weights, which a random checkpoint draws on the device");
   const ModelConfig& c = checkpoint.config();
   const DType dtype = checkpoint.matrix_dtype();
   const Vector embedding = widen(checkpoint.embedding()), lm_head = widen(checkpoint.lm_head());
