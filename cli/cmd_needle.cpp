@@ -89,9 +89,7 @@ NeedleArgs parse_needle_args(const Args& args) {
   NeedleArgs a;
   a.model = args.required("model");
   model::NeedlePrompts& p = a.config.prompts;
-  const std::string task = args.text("task", "passkey");
-  if (task != "passkey" && task != "kv") throw InputError("needle: --task is passkey or kv, not '" + task + "'");
-  p.task = task == "kv" ? model::NeedleTask::kv : model::NeedleTask::passkey;
+  p.task = model::parse_needle_task(args.text("task", "passkey"));
   p.lengths = args.has("lengths") ? args.counts("lengths") : std::vector<uint32_t>{2048};
   for (uint32_t l : p.lengths)
     if (l < 64 || l > (1u << 20)) throw InputError("needle: --lengths must be between 64 and 1048576 tokens");
@@ -102,7 +100,7 @@ NeedleArgs parse_needle_args(const Args& args) {
     a.haystack_file = args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK);
     p.haystack = model::read_text_file(a.haystack_file);
   }
-  a.config.sweep = parse_method_sweep(args, "needle", parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming",
+  a.config.sweep = parse_method_sweep(args, parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming",
                                       {64, 256, 1024});
   a.config.chunk = args.count("chunk", 128, 1, 4096);
   a.json = args.text("json", "");
@@ -143,7 +141,7 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
   values.merge(sweep_value_options());
   const Args args("needle", argv, values, {"random-weights"});
   const NeedleArgs a = parse_needle_args(args);
-  const std::string task = args.text("task", "passkey");
+  const std::string task = model::needle_task_name(a.config.prompts.task);
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);

@@ -44,7 +44,7 @@ PplArgs parse_ppl_args(const Args& args) {
   a.length = args.count("length", 4096, 16, 1u << 20);
   a.config.scored = args.count("scored", 512, 1, 1u << 20);
   a.config.sweep =
-      parse_method_sweep(args, "ppl", parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming", {64, 256, 1024});
+      parse_method_sweep(args, parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming", {64, 256, 1024});
   a.config.chunk = args.count("chunk", 128, 1, 4096);
   a.text_file = args.text("text-file", KVSCOPE_DEFAULT_HAYSTACK);
   a.json = args.text("json", "");

@@ -54,8 +54,8 @@ SpeedArgs parse_speed_args(const Args& args) {
   const model::Regime regime = parse_regime(args, model::Regime::decode);
   if (regime == model::Regime::both) throw InputError("speed: --regime is decode or prefill, not both");
   a.config.sweep = regime == model::Regime::decode
-                       ? parse_method_sweep(args, "speed", regime, "dense,quest,fier", {256, 1024, 2048})
-                       : parse_method_sweep(args, "speed", regime, "dense,quoka", {1024, 2048});
+                       ? parse_method_sweep(args, regime, "dense,quest,fier", {256, 1024, 2048})
+                       : parse_method_sweep(args, regime, "dense,quoka", {1024, 2048});
   a.config.steps = args.count("steps", 16, 1, 1u << 16);
   a.config.rounds = args.count("rounds", 2, 1, 100);
   a.config.chunk = args.count("chunk", 128, 1, 4096);

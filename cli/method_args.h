@@ -32,7 +32,7 @@ extern const char* const kModelMethodsHelp;
 std::set<std::string> sweep_value_options();
 // --regime, or `fallback`.
 model::Regime parse_regime(const Args& args, model::Regime fallback);
-model::MethodSweep parse_method_sweep(const Args& args, const std::string& command, model::Regime regime,
+model::MethodSweep parse_method_sweep(const Args& args, model::Regime regime,
                                       const std::string& default_methods, const std::vector<uint32_t>& default_budgets);
 
 // A sweep's progress on stderr, when it is a terminal: "LABEL: D/N runs, S s".

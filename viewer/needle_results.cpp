@@ -16,8 +16,7 @@ NeedleResults read_needle_results(const std::string& path) {
     const nlohmann::json j = nlohmann::json::parse(file);
     r.model = j.at("model").get<std::string>();
     r.tokenizer = j.value("tokenizer", "");
-    const std::string task = j.at("task").get<std::string>();
-    r.prompts.task = task == "kv" ? model::NeedleTask::kv : model::NeedleTask::passkey;
+    r.prompts.task = model::parse_needle_task(j.at("task").get<std::string>());
     r.haystack_file = j.value("haystack_file", "");
     r.prompts.seed = j.at("seed").get<uint32_t>();
     r.chunk = j.at("chunk").get<uint32_t>();

@@ -101,7 +101,7 @@ void App::needle_panel() {
   const NeedleResults& r = *needle_;
   ImGui::TextWrapped("%s: %s task, model %s. A cell is accuracy at (length, depth); click one to re-run its prompt "
                      "and see the method on the retrieval head.", r.path.c_str(),
-                     r.prompts.task == model::NeedleTask::kv ? "kv" : "passkey", r.model.c_str());
+                     model::needle_task_name(r.prompts.task), r.model.c_str());
   if (!needle_status_.empty()) ImGui::TextWrapped("shown: %s", needle_status_.c_str());
   std::set<uint32_t> length_set;
   std::set<double> depth_set;

@@ -96,9 +96,15 @@ RetrievalHead find_retrieval_head(const Capture& capture) {
   return best;
 }
 
-namespace {
-
 const char* needle_task_name(NeedleTask task) { return task == NeedleTask::passkey ? "passkey" : "kv"; }
+
+NeedleTask parse_needle_task(const std::string& text) {
+  for (NeedleTask task : {NeedleTask::passkey, NeedleTask::kv})
+    if (text == needle_task_name(task)) return task;
+  throw InputError("the task is passkey or kv, not '" + text + "'", "task");
+}
+
+namespace {
 
 // The cells of a run in the order they first get a sample: dense first, then
 // each method and budget.

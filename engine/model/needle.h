@@ -19,6 +19,9 @@
 namespace kv::model {
 
 enum class NeedleTask { passkey, kv };
+const char* needle_task_name(NeedleTask task);
+// InputError (setting "task") for anything but "passkey" and "kv".
+NeedleTask parse_needle_task(const std::string& text);
 
 // The prompts: which task, how long, where the needle sits, how many of each.
 struct NeedlePrompts {
