@@ -329,7 +329,9 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
   std::vector<Block> blocks = prefill_blocks(prompt, chunk);
   for (uint32_t p = prompt; p < prompt + steps; ++p) blocks.push_back({Mode::decode, p, 1});
   // A cut between two scores closer than float32 rounding may go either way
-  // on the GPU: such a draw is not compared, and the next seed is.
+  // on the GPU: such a draw is not compared, and the next seed is. Fier's
+  // 1-bit keys make exact ties common (about 4 draws in 10 of fier_decode
+  // have one), so up to 30 draws: ten in a row did happen.
   auto near_tie = [&](const reference::HostLayer& layer, const std::string& method, const Block& b, uint32_t budget) {
     std::vector<double> gaps;
     if (method == "quest") gaps = reference::quest_decision_gaps(layer, plan.options, b, budget);
@@ -343,8 +345,9 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
       }
     return std::any_of(gaps.begin(), gaps.end(), [](double g) { return g < 1e-4; });
   };
-  for (uint32_t draw = 0; draw < 10; ++draw) {
-    const uint32_t seed = test::test_seed() + draw;
+  const uint32_t first_seed = test::test_seed();
+  for (uint32_t draw = 0; draw < 30; ++draw) {
+    const uint32_t seed = first_seed + draw;
     SCOPED_TRACE("seed " + std::to_string(seed));
     const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, seed));
     std::mt19937 rng(seed);
@@ -426,7 +429,7 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
     }
     return;
   }
-  FAIL() << "ten draws in a row had a selection decided within float32 rounding";
+  FAIL() << "30 draws in a row from seed " << first_seed << " had a selection decided within float32 rounding";
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, SelectionInTheLoopTest, ::testing::ValuesIn(loop_cases()),
