@@ -93,7 +93,7 @@ GenerateArgs parse_generate_args(const Args& args) {
   GenerateArgs a;
   a.model = args.required("model");
   a.steps = args.count("steps", 256, 1, 1u << 24);
-  a.chunk = args.count("chunk", 128, 1, 4096);
+  a.chunk = args.count("chunk", 128, 1, kMaxChunk);
   auto number = [&](const std::string& name, const std::string& fallback) {
     const std::string text = args.text(name, fallback);
     char* end = nullptr;

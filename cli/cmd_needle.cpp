@@ -102,7 +102,7 @@ NeedleArgs parse_needle_args(const Args& args) {
   }
   a.config.sweep = parse_method_sweep(args, parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming",
                                       {64, 256, 1024});
-  a.config.chunk = args.count("chunk", 128, 1, 4096);
+  a.config.chunk = args.count("chunk", 128, 1, kMaxChunk);
   a.json = args.text("json", "");
   a.csv = args.text("csv", "");
   a.plot = args.text("plot", "");

@@ -45,7 +45,7 @@ PplArgs parse_ppl_args(const Args& args) {
   a.config.scored = args.count("scored", 512, 1, 1u << 20);
   a.config.sweep =
       parse_method_sweep(args, parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming", {64, 256, 1024});
-  a.config.chunk = args.count("chunk", 128, 1, 4096);
+  a.config.chunk = args.count("chunk", 128, 1, kMaxChunk);
   a.text_file = args.text("text-file", KVSCOPE_DEFAULT_HAYSTACK);
   a.json = args.text("json", "");
   if (!a.json.empty()) require_output_folder(a.json);

@@ -19,7 +19,7 @@ namespace kv::cli {
 const char* const kSpeedHelp =
     "usage: kvscope speed --model PATH [--tokenizer PATH] [--prompt-file F | --length T]\n"
     "                     [--regime decode|prefill] [--steps N] [--rounds R] [--methods M1,M2]\n"
-    "                     [--budgets B1,B2] [--chunk B] [--dense-layers L1,L2] [method options]\n"
+    "                     [--budgets B1,B2] [--chunk B] [--dense-layers L1,L2] [--kernel-stats] [method options]\n"
     "                     [--json OUT]\n\n"
     "End-to-end speed with each method inside the model, every run in this process on\n"
     "the same prompt (default: the passkey prompt of --length T tokens, default 4096).\n"
@@ -33,7 +33,8 @@ const char* const kSpeedHelp =
     "R rounds (default 2) interleave the runs, so that a machine's drift falls on all\n"
     "alike; each run reports the median round. Prints the speed-up over dense and the\n"
     "share of GPU time in attention and in selection; --json adds each round and GPU\n"
-    "ms by part. Defaults: --methods dense,quest,fier --budgets 256,1024,2048 (decode),\n"
+    "ms by part and by stage. --kernel-stats also prints what the driver's compiler\n"
+    "reports for each kernel (registers, spills, ...). Defaults: --methods dense,quest,fier --budgets 256,1024,2048 (decode),\n"
     "--methods dense,quoka --budgets 1024,2048 (prefill).\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n";
@@ -58,7 +59,7 @@ SpeedArgs parse_speed_args(const Args& args) {
                        : parse_method_sweep(args, regime, "dense,quoka", {1024, 2048});
   a.config.steps = args.count("steps", 16, 1, 1u << 16);
   a.config.rounds = args.count("rounds", 2, 1, 100);
-  a.config.chunk = args.count("chunk", 128, 1, 4096);
+  a.config.chunk = args.count("chunk", 128, 1, kMaxChunk);
   a.length = args.count("length", 4096, 64, 1u << 20);
   a.json = args.text("json", "");
   if (!a.json.empty()) require_output_folder(a.json);
@@ -123,7 +124,8 @@ nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedRun& run, const 
   for (size_t i = 0; i < run.results.size(); ++i) {
     const model::SpeedResult& r = run.results[i];
     nlohmann::json j = {{"method", r.method}, {"budget", r.budget}, {"plan", model::plan_json(r.plan)},
-                        {"ms_by_round", r.ms_by_round}, {"gpu_ms_by_part", r.gpu_ms}, {"continuation", texts[i]}};
+                        {"ms_by_round", r.ms_by_round}, {"gpu_ms_by_part", r.gpu_ms}, {"gpu_ms_by_stage", r.stage_ms},
+                        {"continuation", texts[i]}};
     j[decode ? "ms_per_token" : "time_to_first_token_ms"] = r.median_ms();
     if (decode) j["first_step_ms"] = r.first_step_ms;
     results.push_back(j);
@@ -142,7 +144,7 @@ nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedRun& run, const 
 int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json", "seed"};
   values.merge(sweep_value_options());
-  const Args args("speed", argv, values, {"random-weights"});
+  const Args args("speed", argv, values, {"random-weights", "kernel-stats"});
   const SpeedArgs a = parse_speed_args(args);
   const std::string prompt_text = a.prompt_file.empty() ? "" : model::read_text_file(a.prompt_file);
 
@@ -153,12 +155,19 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   else if (model::is_token_ids(*tokenizer)) prompt = random_prompt(checkpoint.config(), a.length, args.count("seed", 0));
   else prompt = model::prompt_tokens(*tokenizer, checkpoint.config(), model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text);
 
-  vk::Device device(global.device);
+  vk::DeviceOptions device_options = global.device;
+  device_options.kernel_statistics = args.flag("kernel-stats");
+  vk::Device device(device_options);
   const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, a.config, runs_progress("speed"));
   std::vector<std::string> texts;
   for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
   print_speed_table(a, run, device.info().name, texts);
-  if (!a.json.empty()) write_text_atomically(a.json, json_text(speed_json(a, run, device.info().name, texts), 1));
+  nlohmann::json report = speed_json(a, run, device.info().name, texts);
+  if (device.kernel_statistics_enabled()) {
+    report["kernels"] = device.kernel_statistics();
+    for (const auto& [kernel, statistics] : device.kernel_statistics()) std::printf("%s: %s\n", kernel.c_str(), statistics.c_str());
+  }
+  if (!a.json.empty()) write_text_atomically(a.json, json_text(report, 1));
   return exit_code(global, device, 0);
 }
 

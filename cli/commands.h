@@ -1,10 +1,16 @@
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "vk/device.h"
 
 namespace kv::cli {
+
+// The most prompt tokens a model command's prefill chunk may take: a whole
+// prompt in one chunk (Model keeps a chunk within the run, and its memory
+// plan counts the chunk's activations).
+constexpr uint32_t kMaxChunk = 1u << 20;
 
 struct GlobalOptions {
   vk::DeviceOptions device;

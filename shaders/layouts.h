@@ -336,21 +336,43 @@ KV_PUSH_STRUCT(ModelEmbedPush, MODEL_EMBED_FIELDS)
   uint n_tokens; \
   uint first_token; \
   uint hidden; \
-  float eps;
+  float eps; \
+  uint half_output;  /* y as fp16 (a tensor-core linear layer's input) */
 KV_PUSH_STRUCT(ModelRmsNormPush, MODEL_RMSNORM_FIELDS)
 
 // model_matmul.comp: y[t, r] (+)= sum_k W[r, k] x[t, k] (+ bias[r]), a workgroup
 // a tile of rows by tokens (specialization constants). With input_head_dim > 0
 // the input is head-major, as attention leaves it: x[t, k] at
-// ((k / d) * n_tokens + t) * d + k % d.
+// ((k / d) * n_tokens + t) * d + k % d. model_matmul_matrix.comp may split
+// the input channels in k_splits slices (workgroup z), each writing its partial
+// sums [k_splits, n_tokens, n_out] for model_matmul_splits.comp to add up.
 #define MODEL_MATMUL_FIELDS \
   uint n_tokens; \
   uint n_in;     /* even for 16-bit weights */ \
   uint n_out; \
   uint accumulate;  /* 1: add to y (a residual) */ \
   uint has_bias; \
-  uint input_head_dim;
+  uint input_head_dim; \
+  uint k_splits;   /* model_matmul_matrix: slices of the input channels; others 1 */ \
+  uint split_channels;  /* input channels a slice, a multiple of the kernel's step */
 KV_PUSH_STRUCT(ModelMatmulPush, MODEL_MATMUL_FIELDS)
+
+// model_matvec.comp: a decode step's linear layers, one token. Rows
+// [0, rows0) come from W0 into y0, the next rows1 from W1 into y1, the next
+// rows2 from W2 into y2 (q, k and v in one dispatch); gated: rows0 rows of W0
+// and of W1, y0 = silu(W0 x) * (W1 x) (SwiGLU's gate and up). With norm the
+// input is RMSNorm(x) * norm_weight, taken on the way.
+#define MODEL_MATVEC_FIELDS \
+  uint n_in; \
+  uint rows0; \
+  uint rows1; \
+  uint rows2; \
+  uint accumulate; /* 1: add to y (a residual) */ \
+  uint has_bias;   /* bias0..2 read */ \
+  uint gated; \
+  uint norm; \
+  float eps;
+KV_PUSH_STRUCT(ModelMatvecPush, MODEL_MATVEC_FIELDS)
 
 // model_rope.comp: rotates the projected q and k of tokens at positions
 // first_position + t by the cos/sin table [positions, d / 2], writes q as the
@@ -367,9 +389,10 @@ KV_PUSH_STRUCT(ModelMatmulPush, MODEL_MATMUL_FIELDS)
   uint keep_queries; /* also write q at its position of kept_queries [H, capacity, d] (a capture) */
 KV_PUSH_STRUCT(ModelRopePush, MODEL_ROPE_FIELDS)
 
-// model_swiglu.comp: h[t, i] = silu(gate[t, i]) * up[t, i].
+// model_swiglu.comp: h[t, i] = silu(gate[t, i]) * up[t, i], fp32 or fp16.
 #define MODEL_SWIGLU_FIELDS \
-  uint count;
+  uint count;  /* even */ \
+  uint half_output;
 KV_PUSH_STRUCT(ModelSwigluPush, MODEL_SWIGLU_FIELDS)
 
 // model_argmax.comp: the first index of the largest logit, one workgroup.

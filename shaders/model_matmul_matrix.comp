@@ -1,18 +1,28 @@
 #version 460
 // model_matmul.comp's linear layer on tensor cores (VK_NV_cooperative_matrix,
-// 16x16x16, fp16 weights, fp32 accumulators; the build also writes its KHR
+// 16x16x16, fp16 operands, fp32 accumulators; the build also writes its KHR
 // version): y[t, r] (+)= sum_k W[r, k] x[t, k] (+ bias[r]). The engine runs it
 // for prefill chunks where the device has cooperative matrices, the weights
-// are fp16 and n_in (and an input head's d) is a multiple of 8.
+// are 16-bit and n_in (and an input head's d) is a multiple of 8.
 //
-// A workgroup takes 32 tokens by 64 rows, 32 input channels at a time: the
-// tile's inputs, converted from fp32, and its weights, raw, go to shared
-// memory, and the next step's loads are issued before this step's products.
-// Each fp32 input enters the products as hi + lo (hi = fp16_high_part(x),
-// lo = fp16(x - hi)), two products into one fp32 accumulator, so that an input
-// keeps about 22 bits instead of fp16's 11: the outputs stay as close to the
-// float64 forward pass as model_matmul's fp32 sums. Subgroup s owns tokens
-// 16 (s % 2) .. +15 and rows 32 (s / 2) .. +31, two accumulators.
+// The inputs enter the products as fp16, as a 16-bit model's activations do
+// in PyTorch: each rounded once (a relative 2^-12), summed in fp32 (the
+// tolerance docs/model.md states). bf16 weights are widened and rounded to
+// fp16 on their way to shared memory: exact for every bf16 value in fp16's
+// normal range, which holds trained weights.
+//
+// A workgroup takes 128 tokens by 128 rows, 32 input channels a step: a
+// step's global loads are issued before the products of the step before and
+// wait in registers until those are done. Subgroup s owns tokens 64 (s % 2)
+// .. +63 and rows 64 (s / 2) .. +63: four input fragments, four weight
+// fragments and sixteen accumulators, so each fragment loaded from shared
+// memory feeds four products (docs/perf.md: this against eight subgroups of
+// 32 x 64, and against 64 channels a step). Workgroups along x share a weight
+// tile (x walks the tokens), so a weight tile is read from memory about
+// once. Where the tiles are too few to fill the device (a 128-token chunk),
+// k_splits > 1 slices the input channels (workgroup z) and each slice writes
+// its partial sums for model_matmul_splits.comp to add up with the bias and
+// the residual.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -21,96 +31,176 @@
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
+layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the weights': fp16 or bf16
+// The inputs': fp32, or fp16 where the kernel before wrote them so (RMSNorm,
+// SwiGLU), which halves the bytes a tile reads: at the 128 x 128 tile the
+// kernel is bound by what it reads from L2.
+layout(constant_id = 1) const uint INPUT_TYPE = ELEMENT_F32;
 layout(local_size_x = 128) in;  // 4 subgroups of 32
 
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer Weights { uvec4 weights[]; };  // [n_out, n_in] fp16, 8 a piece
-layout(std430, binding = 1) readonly buffer Input { float x[]; };          // [n_tokens, n_in], or head-major
+layout(std430, binding = 0) readonly buffer Weights { uvec4 weights[]; };  // [n_out, n_in], 8 a piece
+layout(std430, binding = 1) readonly buffer Input { vec4 x[]; };           // [n_tokens, n_in], or head-major
+layout(std430, binding = 1) readonly buffer InputHalf { uvec4 x_half[]; };  // the same in fp16
 layout(std430, binding = 2) buffer Output { float y[]; };                  // [n_tokens, n_out]
 layout(std430, binding = 3) readonly buffer Bias { float bias[]; };        // [n_out], read when has_bias
+layout(std430, binding = 4) writeonly buffer Partials { float partials[]; };  // [k_splits, n_tokens, n_out]
 
 layout(push_constant) uniform ModelMatmulPush { MODEL_MATMUL_FIELDS } pc;
 
-const uint TOKENS = 32u, ROWS = 64u, STEP = 32u, FRAGMENT = 16u;
+const uint TOKENS = 128u, ROWS = 128u, STEP = 32u, FRAGMENT = 16u, INVOCATIONS = 128u;
 const uint PIECES = STEP / 8u;        // 16-byte pieces of a row's step
 const uint ROW_PIECES = PIECES + 1u;  // padded rows: no bank conflicts between rows
-const uint OUT_STRIDE = ROWS + 4u;    // floats of an output row in shared memory
-const uint WEIGHT_PIECES = ROWS * PIECES / 128u;  // per invocation and step
+const uint INPUT_PIECES = TOKENS * PIECES / INVOCATIONS;  // per invocation and step
+const uint WEIGHT_PIECES = ROWS * PIECES / INVOCATIONS;
 
 #define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 #define FLOAT_FRAGMENT fcoopmatNV<32, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 
-shared uvec4 input_hi[TOKENS * ROW_PIECES];
-shared uvec4 input_lo[TOKENS * ROW_PIECES];
-shared uvec4 weight_tile[ROWS * ROW_PIECES];
-shared float output_tile[TOKENS * OUT_STRIDE];
+shared uvec4 tiles[(TOKENS + ROWS) * ROW_PIECES];  // the step's inputs, then its weights
+shared float output_tile[4u * FRAGMENT * FRAGMENT];  // one fragment a subgroup, for the epilogue
 
-// Input channels k .. k + 7 of token t (zeros past the input): k is a multiple
-// of 8, and so is d, so the eight lie in one head.
-void fetch_input(uint t, uint k, out vec4 a, out vec4 b) {
-  a = vec4(0.0);
-  b = vec4(0.0);
-  if (t >= pc.n_tokens || k >= pc.n_in) return;
-  const uint d = pc.input_head_dim;
-  const uint at = d == 0u ? t * pc.n_in + k : ((k / d) * pc.n_tokens + t) * d + k % d;
-  a = vec4(x[at], x[at + 1u], x[at + 2u], x[at + 3u]);
-  b = vec4(x[at + 4u], x[at + 5u], x[at + 6u], x[at + 7u]);
+// Eight weights of a piece as fp16.
+uvec4 as_fp16(uvec4 w) {
+  if (ELEMENT_TYPE == ELEMENT_F16) return w;
+  const vec4 lo = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xffff0000u, w.y << 16, w.y & 0xffff0000u));
+  const vec4 hi = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xffff0000u, w.w << 16, w.w & 0xffff0000u));
+  return pack8(lo, hi);
 }
 
-// Invocation i's share of a step from channel k0: the input piece of token
-// i / PIECES, and weight pieces i + 128 j.
-void fetch_step(uint token0, uint row0, uint k0, out vec4 a, out vec4 b, out uvec4 w[WEIGHT_PIECES]) {
+// Invocation i's share of a step from channel k0: channels k0 + c .. + 7
+// (c = (i % PIECES) * 8) of its input pieces (tokens) and weight pieces
+// (rows) i / PIECES + 32 j, raw: fp32 inputs (two words a piece) become fp16
+// only when staged, so that their loads are not waited for until then. Rows and tokens past the
+// layer's are clamped to its last (loaded again, their outputs never
+// stored), so only the channels need a check, one an invocation. The input
+// rows start at input_starts[j] (t * n_in, or t * d head-major), the weight
+// rows at weight_starts[j].
+void fetch_step(uint k0, uint k_end, uint input_starts[INPUT_PIECES], uint weight_starts[WEIGHT_PIECES],
+                out uvec4 a[2u * INPUT_PIECES], out uvec4 w[WEIGHT_PIECES]) {
+  const uint k = k0 + (gl_LocalInvocationIndex % PIECES) * 8u, d = pc.input_head_dim;
+  const bool inside = k < k_end;
+  // Head-major input: channel k of token t at ((k / d) * n_tokens + t) * d + k % d,
+  // the eight in one head since d and k are multiples of 8.
+  const uint input_offset = d == 0u ? k : (k / d) * pc.n_tokens * d + k % d;
+  [[unroll]] for (uint j = 0u; j < INPUT_PIECES; ++j) {
+    const uint at = input_starts[j] + input_offset;
+    if (INPUT_TYPE == ELEMENT_F16) {
+      a[2u * j] = inside ? x_half[at / 8u] : uvec4(0);
+    } else {
+      a[2u * j] = inside ? floatBitsToUint(x[at / 4u]) : uvec4(0);
+      a[2u * j + 1u] = inside ? floatBitsToUint(x[at / 4u + 1u]) : uvec4(0);
+    }
+  }
+  [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j) w[j] = inside ? weights[(weight_starts[j] + k) / 8u] : uvec4(0);
+}
+
+void stage_step(uvec4 a[2u * INPUT_PIECES], uvec4 w[WEIGHT_PIECES]) {
   const uint i = gl_LocalInvocationIndex;
-  fetch_input(token0 + i / PIECES, k0 + (i % PIECES) * 8u, a, b);
+  [[unroll]] for (uint j = 0u; j < INPUT_PIECES; ++j) {
+    const uint p = i + INVOCATIONS * j;
+    tiles[(p / PIECES) * ROW_PIECES + p % PIECES] =
+        INPUT_TYPE == ELEMENT_F16 ? a[2u * j] : pack8(uintBitsToFloat(a[2u * j]), uintBitsToFloat(a[2u * j + 1u]));
+  }
   [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j) {
-    const uint p = i + 128u * j, r = row0 + p / PIECES, k = k0 + (p % PIECES) * 8u;
-    w[j] = r < pc.n_out && k < pc.n_in ? weights[(r * pc.n_in + k) / 8u] : uvec4(0);
+    const uint p = i + INVOCATIONS * j;
+    tiles[(TOKENS + p / PIECES) * ROW_PIECES + p % PIECES] = as_fp16(w[j]);
   }
 }
 
-void main() {
-  const uint tid = gl_LocalInvocationIndex, subgroup = gl_SubgroupID;
-  const uint row0 = gl_WorkGroupID.x * ROWS, token0 = gl_WorkGroupID.y * TOKENS;
-  const uint token_block = subgroup % 2u, row_half = subgroup / 2u;
-  FLOAT_FRAGMENT acc0 = FLOAT_FRAGMENT(0.0), acc1 = FLOAT_FRAGMENT(0.0);
-  vec4 a, b;
-  uvec4 w[WEIGHT_PIECES];
-  fetch_step(token0, row0, 0u, a, b, w);
-  for (uint k0 = 0u; k0 < pc.n_in; k0 += STEP) {
-    const vec4 hi_a = fp16_high_part(a), hi_b = fp16_high_part(b);
-    input_hi[(tid / PIECES) * ROW_PIECES + tid % PIECES] = pack8(hi_a, hi_b);
-    input_lo[(tid / PIECES) * ROW_PIECES + tid % PIECES] = pack8(a - hi_a, b - hi_b);
-    [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j) {
-      const uint p = tid + 128u * j;
-      weight_tile[(p / PIECES) * ROW_PIECES + p % PIECES] = w[j];
-    }
-    barrier();
-    if (k0 + STEP < pc.n_in) fetch_step(token0, row0, k0 + STEP, a, b, w);
-    [[unroll]] for (uint kb = 0u; kb < STEP / FRAGMENT; ++kb) {
-      HALF_FRAGMENT in_hi, in_lo, w0, w1;
-      coopMatLoadNV(in_hi, input_hi, token_block * FRAGMENT * ROW_PIECES + kb * 2u, ROW_PIECES, false);
-      coopMatLoadNV(in_lo, input_lo, token_block * FRAGMENT * ROW_PIECES + kb * 2u, ROW_PIECES, false);
-      // W^T: column n of the B operand is weight row n.
-      coopMatLoadNV(w0, weight_tile, (row_half * 32u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
-      coopMatLoadNV(w1, weight_tile, (row_half * 32u + FRAGMENT) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
-      acc0 = coopMatMulAddNV(in_hi, w0, acc0);
-      acc1 = coopMatMulAddNV(in_hi, w1, acc1);
-      acc0 = coopMatMulAddNV(in_lo, w0, acc0);
-      acc1 = coopMatMulAddNV(in_lo, w1, acc1);
-    }
-    barrier();  // every subgroup is done with this step's tiles
-  }
-  coopMatStoreNV(acc0, output_tile, token_block * FRAGMENT * OUT_STRIDE + row_half * 32u, OUT_STRIDE, false);
-  coopMatStoreNV(acc1, output_tile, token_block * FRAGMENT * OUT_STRIDE + row_half * 32u + FRAGMENT, OUT_STRIDE, false);
-  barrier();
-  for (uint e = tid; e < TOKENS * ROWS; e += 128u) {
-    const uint t = token0 + e / ROWS, r = row0 + e % ROWS;
+// The epilogue of the accumulator STORE_FRAGMENT put in this subgroup's slot
+// of shared memory: tokens t0 .. +15, rows r0 .. +15, with the bias and the
+// residual, or a slice's partial sums. (A macro, not a function taking the
+// matrix: spirv_coopmat_khr rewrites matrices held in variables, not
+// parameters.)
+void finish_fragment(uint slot, uint t0, uint r0) {
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  for (uint e = gl_SubgroupInvocationID; e < FRAGMENT * FRAGMENT; e += gl_SubgroupSize) {
+    const uint t = t0 + e / FRAGMENT, r = r0 + e % FRAGMENT;
     if (t >= pc.n_tokens || r >= pc.n_out) continue;
-    float sum = output_tile[(e / ROWS) * OUT_STRIDE + e % ROWS];
+    float sum = output_tile[slot + e];
     const uint at = t * pc.n_out + r;
+    if (pc.k_splits > 1u) {
+      partials[gl_WorkGroupID.z * pc.n_tokens * pc.n_out + at] = sum;
+      continue;
+    }
     if (pc.has_bias != 0u) sum += bias[r];
     if (pc.accumulate != 0u) sum += y[at];
     y[at] = sum;
   }
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+}
+#define STORE_FRAGMENT(ACC, T0, R0)                                                       \
+  coopMatStoreNV(ACC, output_tile, gl_SubgroupID * FRAGMENT * FRAGMENT, FRAGMENT, false); \
+  finish_fragment(gl_SubgroupID * FRAGMENT * FRAGMENT, T0, R0)
+
+void main() {
+  const uint subgroup = gl_SubgroupID;
+  const uint token0 = gl_WorkGroupID.x * TOKENS, row0 = gl_WorkGroupID.y * ROWS;
+  const uint k_begin = gl_WorkGroupID.z * pc.split_channels, k_end = min(pc.n_in, k_begin + pc.split_channels);
+  const uint token_base = (subgroup % 2u) * 64u, row_base = TOKENS + (subgroup / 2u) * 64u;
+  FLOAT_FRAGMENT acc00 = FLOAT_FRAGMENT(0.0), acc01 = FLOAT_FRAGMENT(0.0), acc02 = FLOAT_FRAGMENT(0.0), acc03 = FLOAT_FRAGMENT(0.0), acc10 = FLOAT_FRAGMENT(0.0), acc11 = FLOAT_FRAGMENT(0.0), acc12 = FLOAT_FRAGMENT(0.0), acc13 = FLOAT_FRAGMENT(0.0), acc20 = FLOAT_FRAGMENT(0.0), acc21 = FLOAT_FRAGMENT(0.0), acc22 = FLOAT_FRAGMENT(0.0), acc23 = FLOAT_FRAGMENT(0.0), acc30 = FLOAT_FRAGMENT(0.0), acc31 = FLOAT_FRAGMENT(0.0), acc32 = FLOAT_FRAGMENT(0.0), acc33 = FLOAT_FRAGMENT(0.0);
+  uint input_starts[INPUT_PIECES], weight_starts[WEIGHT_PIECES];
+  const uint i = gl_LocalInvocationIndex, row_stride = pc.input_head_dim == 0u ? pc.n_in : pc.input_head_dim;
+  [[unroll]] for (uint j = 0u; j < INPUT_PIECES; ++j)
+    input_starts[j] = min(token0 + i / PIECES + (INVOCATIONS / PIECES) * j, pc.n_tokens - 1u) * row_stride;
+  [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j)
+    weight_starts[j] = min(row0 + i / PIECES + (INVOCATIONS / PIECES) * j, pc.n_out - 1u) * pc.n_in;
+  uvec4 a[2u * INPUT_PIECES];  // fp16 inputs use every other piece
+  uvec4 w[WEIGHT_PIECES];
+  fetch_step(k_begin, k_end, input_starts, weight_starts, a, w);
+  for (uint k0 = k_begin; k0 < k_end; k0 += STEP) {
+    barrier();  // every subgroup is done with the last step's tiles
+    stage_step(a, w);
+    barrier();
+    if (k0 + STEP < k_end) fetch_step(k0 + STEP, k_end, input_starts, weight_starts, a, w);
+    [[unroll]] for (uint kb = 0u; kb < STEP / FRAGMENT; ++kb) {
+      HALF_FRAGMENT in0, in1, in2, in3, w0, w1, w2, w3;
+      coopMatLoadNV(in0, tiles, (token_base + 0u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
+      coopMatLoadNV(in1, tiles, (token_base + 16u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
+      coopMatLoadNV(in2, tiles, (token_base + 32u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
+      coopMatLoadNV(in3, tiles, (token_base + 48u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
+      // W^T: column n of the B operand is weight row n.
+      coopMatLoadNV(w0, tiles, (row_base + 0u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
+      coopMatLoadNV(w1, tiles, (row_base + 16u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
+      coopMatLoadNV(w2, tiles, (row_base + 32u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
+      coopMatLoadNV(w3, tiles, (row_base + 48u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
+      acc00 = coopMatMulAddNV(in0, w0, acc00);
+      acc01 = coopMatMulAddNV(in0, w1, acc01);
+      acc02 = coopMatMulAddNV(in0, w2, acc02);
+      acc03 = coopMatMulAddNV(in0, w3, acc03);
+      acc10 = coopMatMulAddNV(in1, w0, acc10);
+      acc11 = coopMatMulAddNV(in1, w1, acc11);
+      acc12 = coopMatMulAddNV(in1, w2, acc12);
+      acc13 = coopMatMulAddNV(in1, w3, acc13);
+      acc20 = coopMatMulAddNV(in2, w0, acc20);
+      acc21 = coopMatMulAddNV(in2, w1, acc21);
+      acc22 = coopMatMulAddNV(in2, w2, acc22);
+      acc23 = coopMatMulAddNV(in2, w3, acc23);
+      acc30 = coopMatMulAddNV(in3, w0, acc30);
+      acc31 = coopMatMulAddNV(in3, w1, acc31);
+      acc32 = coopMatMulAddNV(in3, w2, acc32);
+      acc33 = coopMatMulAddNV(in3, w3, acc33);
+    }
+  }
+  const uint t0 = token0 + token_base, r0 = row0 + row_base - TOKENS;
+  STORE_FRAGMENT(acc00, t0 + 0u, r0 + 0u);
+  STORE_FRAGMENT(acc01, t0 + 0u, r0 + 16u);
+  STORE_FRAGMENT(acc02, t0 + 0u, r0 + 32u);
+  STORE_FRAGMENT(acc03, t0 + 0u, r0 + 48u);
+  STORE_FRAGMENT(acc10, t0 + 16u, r0 + 0u);
+  STORE_FRAGMENT(acc11, t0 + 16u, r0 + 16u);
+  STORE_FRAGMENT(acc12, t0 + 16u, r0 + 32u);
+  STORE_FRAGMENT(acc13, t0 + 16u, r0 + 48u);
+  STORE_FRAGMENT(acc20, t0 + 32u, r0 + 0u);
+  STORE_FRAGMENT(acc21, t0 + 32u, r0 + 16u);
+  STORE_FRAGMENT(acc22, t0 + 32u, r0 + 32u);
+  STORE_FRAGMENT(acc23, t0 + 32u, r0 + 48u);
+  STORE_FRAGMENT(acc30, t0 + 48u, r0 + 0u);
+  STORE_FRAGMENT(acc31, t0 + 48u, r0 + 16u);
+  STORE_FRAGMENT(acc32, t0 + 48u, r0 + 32u);
+  STORE_FRAGMENT(acc33, t0 + 48u, r0 + 48u);
 }

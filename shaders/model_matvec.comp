@@ -1,54 +1,211 @@
 #version 460
-// A linear layer for one token (a decode step): y[r] (+)= sum_k W[r, k] x[k]
-// (+ bias[r]). A workgroup takes ROWS rows, 32 invocations a row walking its
-// channel pairs side by side (one coalesced load of the row a step), their
-// partial sums added in shared memory: a decode step reads every weight once,
-// so it needs many rows in flight and whole lines of each.
+// A decode step's linear layers (one token; layouts.h's ModelMatvecPush):
+// y[r] (+)= sum_k W[r, k] x[k] (+ bias[r]) for up to three matrices on one
+// input in one dispatch (q, k and v), or two with SwiGLU's product as output
+// (gate and up), the input's RMSNorm taken on the way. A decode step reads
+// every weight once, so this kernel is a stream of the weights: 32
+// invocations a row, each loading 16 bytes of the row at a time, so a row's
+// step is one 512-byte coalesced read; a subgroup takes two rows at once
+// (gate and up, or rows r and r + 8), loading each input piece once for both
+// (docs/perf-experiments.md), with four pieces of weights in flight a lane.
+// Fewer, larger dispatches matter here: each costs the GPU a drain and a
+// start (microseconds) against a few microseconds of reading. Rows whose length is not a multiple of 8
+// (stories260K's 172-wide MLP) take the same walk over channel pairs.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "layouts.h"
 
 layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the weights'
-const uint LANES = 32, ROWS = 8;
+const uint LANES = 32, ROWS = 8, INVOCATIONS = 256;
 layout(local_size_x = 256) in;  // LANES * ROWS
 
 #include "load.glsl"
 
-layout(std430, binding = 0) readonly buffer Weights { uint weights[]; };  // [n_out, n_in]
-layout(std430, binding = 1) readonly buffer Input { float x[]; };         // [n_in], or head-major [heads, 1, d]
-layout(std430, binding = 2) buffer Output { float y[]; };                 // [n_out]
-layout(std430, binding = 3) readonly buffer Bias { float bias[]; };       // [n_out], read when has_bias
+// Each weight buffer seen as 16-byte pieces and as words.
+layout(std430, binding = 0) readonly buffer Weights0 { uvec4 weights0[]; };  // [rows0, n_in]
+layout(std430, binding = 0) readonly buffer WeightWords0 { uint words0[]; };
+layout(std430, binding = 1) readonly buffer Weights1 { uvec4 weights1[]; };  // [rows1, n_in], or [rows0, n_in] gated
+layout(std430, binding = 1) readonly buffer WeightWords1 { uint words1[]; };
+layout(std430, binding = 2) readonly buffer Weights2 { uvec4 weights2[]; };  // [rows2, n_in]
+layout(std430, binding = 2) readonly buffer WeightWords2 { uint words2[]; };
+layout(std430, binding = 3) readonly buffer Input { vec4 x4[]; };            // [n_in], or head-major [heads, 1, d]
+layout(std430, binding = 3) readonly buffer InputFloats { float x[]; };
+layout(std430, binding = 4) buffer Output0 { float y0[]; };
+layout(std430, binding = 5) buffer Output1 { float y1[]; };
+layout(std430, binding = 6) buffer Output2 { float y2[]; };
+layout(std430, binding = 7) readonly buffer Bias0 { float bias0[]; };
+layout(std430, binding = 8) readonly buffer Bias1 { float bias1[]; };
+layout(std430, binding = 9) readonly buffer Bias2 { float bias2[]; };
+layout(std430, binding = 10) readonly buffer NormWeight { vec4 norm4[]; };   // [n_in], read with norm
+layout(std430, binding = 10) readonly buffer NormWeightFloats { float norm_weight[]; };
 
-layout(push_constant) uniform ModelMatmulPush { MODEL_MATMUL_FIELDS } pc;
+layout(push_constant) uniform ModelMatvecPush { MODEL_MATVEC_FIELDS } pc;
+
+DEFINE_LOAD8(load0, weights0)
+DEFINE_LOAD8(load1, weights1)
+DEFINE_LOAD8(load2, weights2)
 
 shared float partial[ROWS][LANES];
+shared float squares[INVOCATIONS];  // a subgroup's sum each
 
-void main() {
-  const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
-  const uint r = gl_WorkGroupID.x * ROWS + slot;
-  float sum = 0.0;
-  if (r < pc.n_out) {
-    // With one token a head-major input is row-major: [heads, 1, d] is [heads * d].
-    for (uint k = 2u * lane; k < pc.n_in; k += 2u * LANES) {
-      const uint e = r * pc.n_in + k;
-      vec2 w;
-      if (ELEMENT_TYPE == ELEMENT_F32) {
-        w = uintBitsToFloat(uvec2(weights[e], weights[e + 1u]));
-      } else {
-        const uint word = weights[e / 2u];
-        w = vec2(element_in_word(word, e), element_in_word(word, e + 1u));
-      }
-      sum += dot(w, vec2(x[k], x[k + 1u]));
-    }
+// The input's channels k .. k + 7 (k / 4 given), times the norm's weights
+// with norm: RMSNorm's 1 / rms is applied to the sum instead.
+vec4 input4(uint at) { return pc.norm != 0u ? x4[at] * norm4[at] : x4[at]; }
+float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
+
+// This lane's share of row `row` of a weight buffer (LOAD: its load8, WORDS:
+// its words) against the input: four 16-byte pieces in flight a lane.
+#define ROW_SUM(LOAD, WORDS, row, sum)                                                      \
+  {                                                                                         \
+    const uint row_start = (row) * pc.n_in;                                                 \
+    if (pc.n_in % 8u == 0u) {                                                               \
+      const uint STRIDE = 8u * LANES;                                                       \
+      uint k = 8u * lane;                                                                   \
+      vec4 lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3;                                          \
+      for (; k + 3u * STRIDE < pc.n_in; k += 4u * STRIDE) {                                 \
+        LOAD(row_start + k, lo0, hi0);                                                      \
+        LOAD(row_start + k + STRIDE, lo1, hi1);                                             \
+        LOAD(row_start + k + 2u * STRIDE, lo2, hi2);                                        \
+        LOAD(row_start + k + 3u * STRIDE, lo3, hi3);                                        \
+        sum += dot(lo0, input4(k / 4u)) + dot(hi0, input4(k / 4u + 1u));                    \
+        sum += dot(lo1, input4((k + STRIDE) / 4u)) + dot(hi1, input4((k + STRIDE) / 4u + 1u)); \
+        sum += dot(lo2, input4((k + 2u * STRIDE) / 4u)) + dot(hi2, input4((k + 2u * STRIDE) / 4u + 1u)); \
+        sum += dot(lo3, input4((k + 3u * STRIDE) / 4u)) + dot(hi3, input4((k + 3u * STRIDE) / 4u + 1u)); \
+      }                                                                                     \
+      for (; k < pc.n_in; k += STRIDE) {                                                    \
+        LOAD(row_start + k, lo0, hi0);                                                      \
+        sum += dot(lo0, input4(k / 4u)) + dot(hi0, input4(k / 4u + 1u));                    \
+      }                                                                                     \
+    } else {                                                                                \
+      for (uint k = 2u * lane; k < pc.n_in; k += 2u * LANES) {                              \
+        const uint e = row_start + k;                                                       \
+        vec2 w;                                                                             \
+        if (ELEMENT_TYPE == ELEMENT_F32) {                                                  \
+          w = uintBitsToFloat(uvec2(WORDS[e], WORDS[e + 1u]));                              \
+        } else {                                                                            \
+          const uint word = WORDS[e / 2u];                                                  \
+          w = vec2(element_in_word(word, e), element_in_word(word, e + 1u));                \
+        }                                                                                   \
+        sum += dot(w, vec2(input1(k), input1(k + 1u)));                                     \
+      }                                                                                     \
+    }                                                                                       \
   }
+
+// Two rows at once (of one weight buffer or two), each input piece loaded
+// once for both: the input, read from cache, costs as many bytes a piece as
+// the weights, so sharing it is what lets the weights stream.
+#define ROW_PAIR_SUM(LOAD_A, WORDS_A, row_a, sum_a, LOAD_B, WORDS_B, row_b, sum_b)              \
+  {                                                                                           \
+    if (pc.n_in % 8u == 0u) {                                                                 \
+      const uint start_a = (row_a) * pc.n_in, start_b = (row_b) * pc.n_in, STRIDE = 8u * LANES; \
+      uint k = 8u * lane;                                                                     \
+      vec4 a0, a1, b0, b1, c0, c1, d0, d1;                                                    \
+      for (; k + STRIDE < pc.n_in; k += 2u * STRIDE) {                                        \
+        LOAD_A(start_a + k, a0, a1);                                                          \
+        LOAD_B(start_b + k, b0, b1);                                                          \
+        LOAD_A(start_a + k + STRIDE, c0, c1);                                                 \
+        LOAD_B(start_b + k + STRIDE, d0, d1);                                                 \
+        vec4 lo = input4(k / 4u), hi = input4(k / 4u + 1u);                                   \
+        sum_a += dot(a0, lo) + dot(a1, hi);                                                   \
+        sum_b += dot(b0, lo) + dot(b1, hi);                                                   \
+        lo = input4((k + STRIDE) / 4u);                                                       \
+        hi = input4((k + STRIDE) / 4u + 1u);                                                  \
+        sum_a += dot(c0, lo) + dot(c1, hi);                                                   \
+        sum_b += dot(d0, lo) + dot(d1, hi);                                                   \
+      }                                                                                       \
+      if (k < pc.n_in) {                                                                      \
+        LOAD_A(start_a + k, a0, a1);                                                          \
+        LOAD_B(start_b + k, b0, b1);                                                          \
+        const vec4 lo = input4(k / 4u), hi = input4(k / 4u + 1u);                             \
+        sum_a += dot(a0, lo) + dot(a1, hi);                                                   \
+        sum_b += dot(b0, lo) + dot(b1, hi);                                                   \
+      }                                                                                       \
+    } else {                                                                                  \
+      ROW_SUM(LOAD_A, WORDS_A, row_a, sum_a)                                                  \
+      ROW_SUM(LOAD_B, WORDS_B, row_b, sum_b)                                                  \
+    }                                                                                         \
+  }
+
+// The sum of this slot's lanes (every invocation calls it): one subgroup
+// operation where a subgroup is a slot (NVIDIA's 32), else shared memory.
+float row_total(uint slot, uint lane, float sum) {
+  if (gl_SubgroupSize == LANES) return subgroupAdd(sum);
   partial[slot][lane] = sum;
   barrier();
   for (uint half_width = LANES / 2u; half_width > 0u; half_width /= 2u) {
     if (lane < half_width) partial[slot][lane] += partial[slot][lane + half_width];
     barrier();
   }
-  if (lane == 0u && r < pc.n_out) {
-    float value = partial[slot][0] + (pc.has_bias != 0u ? bias[r] : 0.0);
-    if (pc.accumulate != 0u) value += y[r];
-    y[r] = value;
+  const float total = partial[slot][0];
+  barrier();
+  return total;
+}
+
+// Which matrix row r of the dispatch's rows belongs to (3: none).
+uint matrix_of(uint r) {
+  return r < pc.rows0 ? 0u : r < pc.rows0 + pc.rows1 ? 1u : r < pc.rows0 + pc.rows1 + pc.rows2 ? 2u : 3u;
+}
+
+// Row r's output, lane 0's to write.
+void store(uint r, float total) {
+  const bool bias = pc.has_bias != 0u;
+  if (r < pc.rows0) {
+    const float value = total + (bias ? bias0[r] : 0.0);
+    y0[r] = pc.accumulate != 0u ? y0[r] + value : value;
+  } else if (r < pc.rows0 + pc.rows1) {
+    const uint i = r - pc.rows0;
+    const float value = total + (bias ? bias1[i] : 0.0);
+    y1[i] = pc.accumulate != 0u ? y1[i] + value : value;
+  } else if (r < pc.rows0 + pc.rows1 + pc.rows2) {
+    const uint i = r - pc.rows0 - pc.rows1;
+    const float value = total + (bias ? bias2[i] : 0.0);
+    y2[i] = pc.accumulate != 0u ? y2[i] + value : value;
   }
+}
+
+void main() {
+  const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
+  float scale = 1.0;  // RMSNorm's 1 / rms
+  if (pc.norm != 0u) {  // every workgroup sums the input's squares itself: a few kB from cache
+    float s = 0.0;
+    for (uint k = gl_LocalInvocationIndex; k < pc.n_in; k += INVOCATIONS) s += x[k] * x[k];
+    s = subgroupAdd(s);
+    if (subgroupElect()) squares[gl_SubgroupID] = s;
+    barrier();
+    float total = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; ++i) total += squares[i];
+    scale = inversesqrt(total / float(pc.n_in) + pc.eps);
+  }
+  // With one token a head-major input is row-major: [heads, 1, d] is [heads * d].
+  float sum_a = 0.0, sum_b = 0.0;
+  if (pc.gated != 0u) {  // a workgroup takes ROWS rows of gate and of up
+    const uint r = gl_WorkGroupID.x * ROWS + slot;
+    if (r < pc.rows0) ROW_PAIR_SUM(load0, words0, r, sum_a, load1, words1, r, sum_b)
+    const float gate = row_total(slot, lane, sum_a) * scale, up = row_total(slot, lane, sum_b) * scale;
+    if (lane == 0u && r < pc.rows0) {
+      const float value = gate / (1.0 + exp(-gate)) * up;
+      y0[r] = pc.accumulate != 0u ? y0[r] + value : value;
+    }
+    return;
+  }
+  // A workgroup takes 2 ROWS rows: a slot, rows r and r + ROWS.
+  const uint r_a = gl_WorkGroupID.x * 2u * ROWS + slot, r_b = r_a + ROWS;
+  const uint m_a = matrix_of(r_a), m_b = matrix_of(r_b);
+  const uint local_a = r_a - (m_a == 0u ? 0u : m_a == 1u ? pc.rows0 : pc.rows0 + pc.rows1);
+  const uint local_b = r_b - (m_b == 0u ? 0u : m_b == 1u ? pc.rows0 : pc.rows0 + pc.rows1);
+  if (m_a == m_b) {
+    if (m_a == 0u) ROW_PAIR_SUM(load0, words0, local_a, sum_a, load0, words0, local_b, sum_b)
+    else if (m_a == 1u) ROW_PAIR_SUM(load1, words1, local_a, sum_a, load1, words1, local_b, sum_b)
+    else if (m_a == 2u) ROW_PAIR_SUM(load2, words2, local_a, sum_a, load2, words2, local_b, sum_b)
+  } else {  // the rows straddle two matrices (or the end)
+    if (m_a == 0u) ROW_SUM(load0, words0, local_a, sum_a)
+    else if (m_a == 1u) ROW_SUM(load1, words1, local_a, sum_a)
+    else if (m_a == 2u) ROW_SUM(load2, words2, local_a, sum_a)
+    if (m_b == 1u) ROW_SUM(load1, words1, local_b, sum_b)
+    else if (m_b == 2u) ROW_SUM(load2, words2, local_b, sum_b)
+  }
+  const float total_a = row_total(slot, lane, sum_a) * scale, total_b = row_total(slot, lane, sum_b) * scale;
+  if (lane != 0u) return;
+  store(r_a, total_a);
+  store(r_b, total_b);
 }

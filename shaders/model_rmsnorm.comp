@@ -1,5 +1,6 @@
 #version 460
-// RMSNorm of each token's hidden state, in fp32: y = x / sqrt(mean(x^2) + eps) * w.
+// RMSNorm of each token's hidden state, in fp32: y = x / sqrt(mean(x^2) + eps) * w,
+// written in fp32 or (half_output) fp16.
 #extension GL_GOOGLE_include_directive : require
 #include "layouts.h"
 
@@ -9,6 +10,7 @@ layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Hidden { float x[]; };    // [n_tokens, hidden]
 layout(std430, binding = 1) readonly buffer Weight { float w[]; };    // [hidden]
 layout(std430, binding = 2) writeonly buffer Normed { float y[]; };   // [n_tokens, hidden]
+layout(std430, binding = 2) writeonly buffer NormedHalf { uint y_half[]; };  // the same in fp16 pairs
 
 layout(push_constant) uniform ModelRmsNormPush { MODEL_RMSNORM_FIELDS } pc;
 
@@ -26,5 +28,10 @@ void main() {
     barrier();
   }
   const float inverse = inversesqrt(sums[0] / float(pc.hidden) + pc.eps);
-  for (uint c = lane; c < pc.hidden; c += WORKGROUP) y[out_row + c] = x[row + c] * inverse * w[c];
+  if (pc.half_output != 0u) {  // hidden is even
+    for (uint c = 2u * lane; c < pc.hidden; c += 2u * WORKGROUP)
+      y_half[(out_row + c) / 2u] = packHalf2x16(vec2(x[row + c], x[row + c + 1u]) * inverse * vec2(w[c], w[c + 1u]));
+  } else {
+    for (uint c = lane; c < pc.hidden; c += WORKGROUP) y[out_row + c] = x[row + c] * inverse * w[c];
+  }
 }

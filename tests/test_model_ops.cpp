@@ -93,26 +93,37 @@ TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
 TEST_P(ModelOpsByType, LinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
-  const uint32_t n_in = 48, n_out = 70, head_dim = 8;
-  const bool matrices = test::device().info().cooperative_matrix && dtype == DType::f16;
-  for (bool on_matrices : {false, matrices}) {
+  const uint32_t n_out = 70;
+  const bool matrices = test::device().info().cooperative_matrix && dtype != DType::f32;
+  // 600 inputs: three 16-byte pieces for some of model_matvec's lanes and a
+  // last tensor-core step cut short; 46: rows off the 16-byte pieces (scalar kernels only).
+  for (bool on_matrices : {false, matrices})
+    for (uint32_t n_in : {48u, 600u, 46u}) {
+    if (on_matrices && n_in % 8) continue;
+    const uint32_t head_dim = n_in % 8 ? 2 : 8;
     const model::ModelKernels kernels(test::device(), dtype, on_matrices);
     for (uint32_t n_tokens : {1u, 5u, 40u})
       for (uint32_t input_head_dim : {0u, head_dim})
         for (bool bias : {false, true})
-          for (bool residual : {false, true}) {
-            SCOPED_TRACE("tokens " + std::to_string(n_tokens) + ", head-major " + std::to_string(input_head_dim) + ", bias " +
+          for (bool residual : {false, true})
+          for (bool half_input : {false, true}) {
+            if (half_input && !kernels.linear_takes_half_inputs(n_tokens)) continue;
+            SCOPED_TRACE("inputs " + std::to_string(n_in) + ", tokens " + std::to_string(n_tokens) + ", head-major " + std::to_string(input_head_dim) + ", bias " +
                          std::to_string(bias) + ", residual " + std::to_string(residual) + ", matrices " +
-                         std::to_string(on_matrices));
+                         std::to_string(on_matrices) + ", fp16 inputs " + std::to_string(half_input));
             const Stored w = stored(dtype, gaussian(size_t(n_out) * n_in, 0.2));
-            const std::vector<float> x = gaussian(size_t(n_tokens) * n_in), b = gaussian(n_out), y0 = gaussian(size_t(n_tokens) * n_out);
-            vk::Buffer w_buffer(test::device(), w.bytes.size());
+            // fp16 inputs are given as fp16 values: the products' rounding is then the kernel's alone.
+            const Stored x_stored = stored(half_input ? DType::f16 : DType::f32, gaussian(size_t(n_tokens) * n_in));
+            const std::vector<float>& x = x_stored.values;
+            const std::vector<float> b = gaussian(n_out), y0 = gaussian(size_t(n_tokens) * n_out);
+            vk::Buffer w_buffer(test::device(), w.bytes.size()), x_buffer(test::device(), x_stored.bytes.size());
             w_buffer.upload(w.bytes);
-            const vk::Buffer x_buffer = floats(x), b_buffer = floats(b);
+            x_buffer.upload(x_stored.bytes);
+            const vk::Buffer b_buffer = floats(b);
             vk::Buffer y = residual ? floats(y0) : poisoned(y0.size() * 4);
             run([&](vk::Pass& pass) {
               kernels.linear(pass, w_buffer, x_buffer, y, bias ? &b_buffer : nullptr,
-                             {n_tokens, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, "linear");
+                             {n_tokens, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, "linear", half_input);
             });
             const std::vector<float> got = y.download_values<float>(y0.size());
             for (uint32_t t = 0; t < n_tokens; ++t)
@@ -125,11 +136,83 @@ TEST_P(ModelOpsByType, LinearMatchesFloat64) {
                   want += product;
                   size += std::abs(product);
                 }
-                // fp32 sums in any order; on tensor cores each input as hi + lo fp16 (about 22 bits).
-                ASSERT_NEAR(got[size_t(t) * n_out + r], want, 1e-5 * size) << "token " << t << " row " << r;
+                // fp32 sums in any order; on tensor cores each input rounded to fp16 first (at most
+                // 2^-12 of it), so each product too.
+                const double tolerance = on_matrices ? 1.0 / 4096 + 1e-5 : 1e-5;
+                ASSERT_NEAR(got[size_t(t) * n_out + r], want, tolerance * size) << "token " << t << " row " << r;
               }
           }
   }
+}
+
+// A decode step's fused linear layers (model_matvec.comp): q, k and v of
+// different heights from one input in one dispatch, with biases and the
+// input's RMSNorm on the way, onto a residual; and SwiGLU's gate and up with
+// their product as output. Inputs of 600 (16-byte pieces) and 46 (pairs).
+TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const DType dtype = GetParam();
+  const model::ModelKernels kernels(test::device(), dtype, false);
+  const float eps = 1e-5f;
+  for (uint32_t n_in : {600u, 46u})
+    for (bool gated : {false, true})
+      for (bool norm : {false, true}) {
+        SCOPED_TRACE("inputs " + std::to_string(n_in) + (gated ? ", gated" : "") + (norm ? ", norm" : ""));
+        const std::vector<uint32_t> rows = gated ? std::vector<uint32_t>{37, 37} : std::vector<uint32_t>{37, 16, 9};
+        const bool accumulate = !gated;
+        const std::vector<float> x = gaussian(n_in, 2.0), norm_weight = gaussian(n_in);
+        const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight);
+        std::vector<Stored> w;
+        std::vector<std::vector<float>> b, y0;
+        std::vector<vk::Buffer> w_buffers, b_buffers, y_buffers;
+        for (uint32_t r : rows) {
+          w.push_back(stored(dtype, gaussian(size_t(r) * n_in, 0.2)));
+          b.push_back(gaussian(r));
+          y0.push_back(gaussian(r));
+          w_buffers.emplace_back(test::device(), w.back().bytes.size());
+          w_buffers.back().upload(w.back().bytes);
+          b_buffers.push_back(floats(b.back()));
+          y_buffers.push_back(accumulate ? floats(y0.back()) : poisoned(r * 4));
+        }
+        std::vector<model::ModelKernels::TokenProjection> projections;
+        for (size_t i = 0; i < rows.size(); ++i)
+          projections.push_back({&w_buffers[i], &y_buffers[i], gated ? nullptr : &b_buffers[i], rows[i]});
+        run([&](vk::Pass& pass) {
+          kernels.token_linear(pass, projections, x_buffer, n_in, norm ? &norm_buffer : nullptr, eps, gated, accumulate, "linear");
+        });
+        double squares = 0;
+        for (float v : x) squares += double(v) * v;
+        const double scale = norm ? 1 / std::sqrt(squares / n_in + eps) : 1.0;
+        // The product of row r of matrix i with the (normalised) input, and the sum of its terms' sizes.
+        auto product = [&](size_t i, uint32_t r) {
+          std::pair<double, double> sum{0, 0};
+          for (uint32_t k = 0; k < n_in; ++k) {
+            const double term = double(w[i].values[size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
+            sum.first += term;
+            sum.second += std::abs(term);
+          }
+          return sum;
+        };
+        if (gated) {
+          const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
+          for (uint32_t r = 0; r < rows[0]; ++r) {
+            const auto [g, g_size] = product(0, r);
+            const auto [u, u_size] = product(1, r);
+            const double silu = g / (1 + std::exp(-g)), want = silu * u;
+            // fp32 sums: each factor within 1e-5 of its terms' sizes, silu's slope at most 1.1.
+            ASSERT_NEAR(got[r], want, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
+          }
+          continue;
+        }
+        for (size_t i = 0; i < rows.size(); ++i) {
+          const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
+          for (uint32_t r = 0; r < rows[i]; ++r) {
+            const auto [sum, size] = product(i, r);
+            const double want = sum + b[i][r] + y0[i][r];
+            ASSERT_NEAR(got[r], want, 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r]))) << "matrix " << i << " row " << r;
+          }
+        }
+      }
 }
 
 // RoPE for a chunk at positions 5..7 of a cache of 12: q rotated into the
@@ -230,10 +313,20 @@ TEST_F(ModelOpsTest, RmsNormMatchesFloat64) {
   const float eps = 1e-5f;
   const std::vector<float> x = gaussian(size_t(rows) * hidden, 3.0), w = gaussian(hidden);
   const vk::Buffer x_buffer = floats(x), w_buffer = floats(w);
-  vk::Buffer y = poisoned(size_t(n) * hidden * 4);
   const model::ModelKernels kernels(test::device(), DType::f32, false);
-  run([&](vk::Pass& pass) { kernels.rmsnorm(pass, x_buffer, w_buffer, y, n, first, hidden, eps); });
-  const std::vector<float> got = y.download_values<float>(size_t(n) * hidden);
+  for (bool half : {false, true}) {  // fp32, or fp16 for a tensor-core linear layer (rounded once)
+  SCOPED_TRACE(half ? "fp16 output" : "fp32 output");
+  vk::Buffer y = poisoned(size_t(n) * hidden * 4);
+  run([&](vk::Pass& pass) { kernels.rmsnorm(pass, x_buffer, w_buffer, y, n, first, hidden, eps, half); });
+  std::vector<float> got;
+  if (half) {
+    std::vector<std::byte> bytes(size_t(n) * hidden * 2);
+    y.download(bytes);
+    got = to_float(DType::f16, bytes);
+  } else {
+    got = y.download_values<float>(size_t(n) * hidden);
+  }
+  const double rounding = half ? 1.0 / 2048 : 1e-5;
   for (uint32_t t = 0; t < n; ++t) {
     const float* row = &x[size_t(first + t) * hidden];
     double squares = 0;
@@ -241,23 +334,36 @@ TEST_F(ModelOpsTest, RmsNormMatchesFloat64) {
     const double inverse = 1 / std::sqrt(squares / hidden + eps);
     for (uint32_t c = 0; c < hidden; ++c) {
       const double want = row[c] * inverse * w[c];
-      ASSERT_NEAR(got[size_t(t) * hidden + c], want, 1e-5 * std::abs(want) + 1e-7) << "row " << t << " channel " << c;
+      ASSERT_NEAR(got[size_t(t) * hidden + c], want, rounding * std::abs(want) + 1e-7) << "row " << t << " channel " << c;
     }
+  }
   }
 }
 
 TEST_F(ModelOpsTest, SwigluMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const uint32_t count = 1000;  // not a multiple of the workgroup
+  const uint32_t count = 1000;  // not a multiple of the workgroup's 512
   const std::vector<float> gate = gaussian(count, 4.0), up = gaussian(count);
-  vk::Buffer gate_buffer = floats(gate);
   const vk::Buffer up_buffer = floats(up);
   const model::ModelKernels kernels(test::device(), DType::f32, false);
-  run([&](vk::Pass& pass) { kernels.swiglu(pass, gate_buffer, up_buffer, count); });
-  const std::vector<float> got = gate_buffer.download_values<float>(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    const double g = gate[i], want = g / (1 + std::exp(-g)) * up[i];
-    ASSERT_NEAR(got[i], want, 1e-5 * std::abs(want) + 1e-7) << "element " << i;
+  // In place in fp32, and into another buffer in fp16 (rounded once).
+  for (bool half : {false, true}) {
+    SCOPED_TRACE(half ? "fp16 output" : "fp32 output, in place");
+    vk::Buffer gate_buffer = floats(gate), h = poisoned(count * 2);
+    run([&](vk::Pass& pass) { kernels.swiglu(pass, gate_buffer, up_buffer, half ? h : gate_buffer, count, half); });
+    std::vector<float> got;
+    if (half) {
+      std::vector<std::byte> bytes(count * 2);
+      h.download(bytes);
+      got = to_float(DType::f16, bytes);
+    } else {
+      got = gate_buffer.download_values<float>(count);
+    }
+    const double rounding = half ? 1.0 / 2048 : 1e-5;
+    for (uint32_t i = 0; i < count; ++i) {
+      const double g = gate[i], want = g / (1 + std::exp(-g)) * up[i];
+      ASSERT_NEAR(got[i], want, rounding * std::abs(want) + 1e-7) << "element " << i;
+    }
   }
 }
 

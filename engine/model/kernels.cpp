@@ -1,6 +1,7 @@
 #include "model/kernels.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "element_type.h"
@@ -10,6 +11,7 @@
 #include "model_matmul.spv.h"
 #include "model_matmul_matrix.spv.h"
 #include "model_matmul_matrix_khr.spv.h"
+#include "model_matmul_splits.spv.h"
 #include "model_matvec.spv.h"
 #include "model_random_fill.spv.h"
 #include "model_rmsnorm.spv.h"
@@ -20,9 +22,17 @@ namespace kv::model {
 namespace {
 
 // model_matmul's tile (rows x tokens a workgroup), model_matvec's rows a
-// workgroup, model_matmul_matrix's tile.
+// workgroup (twice as many where it takes two rows a subgroup), model_matmul_matrix's
+// tile and channels a step.
 constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
-constexpr uint32_t kMatrixRows = 64, kMatrixTokens = 32;
+constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
+// A layer of fewer tensor-core tiles than this slices its input channels
+// (k_splits) until it has about as many workgroups: a 128-token chunk's
+// 4096-row projection is 32 tiles, a quarter of an H200's 132
+// multiprocessors. The partial sums' room follows: slices x tiles stay
+// under twice this many tiles.
+constexpr uint32_t kWorkgroupsToFill = 256, kMinSliceSteps = 2;
+constexpr size_t kPartialFloats = size_t(2 * kWorkgroupsToFill) * kMatrixRows * kMatrixTokens;
 
 vk::Buffer zero_float(const vk::Device& device) {
   vk::Buffer buffer(device, sizeof(float));
@@ -36,21 +46,28 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, bool matrix_
     : embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
              std::vector<uint32_t>{element_type(storage)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
-      matvec_(device, "model_matvec", model_matvec_spirv, {4, sizeof(layouts::ModelMatmulPush)},
+      matvec_(device, "model_matvec", model_matvec_spirv, {11, sizeof(layouts::ModelMatvecPush)},
               std::vector<uint32_t>{element_type(storage)}),
       matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
               std::vector<uint32_t>{element_type(storage), kTileRows, kTileTokens, kTileRows * kTileTokens}),
       rope_(device, "model_rope", model_rope_spirv, {8, sizeof(layouts::ModelRopePush)},
             std::vector<uint32_t>{element_type(storage)}),
-      swiglu_(device, "model_swiglu", model_swiglu_spirv, {2, sizeof(layouts::ModelSwigluPush)}, {}),
+      swiglu_(device, "model_swiglu", model_swiglu_spirv, {3, sizeof(layouts::ModelSwigluPush)}, {}),
       argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
       random_fill_(device, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
                    std::vector<uint32_t>{element_type(storage)}),
       no_bias_(zero_float(device)) {
-  if (matrix_linear_layers)
-    matmul_matrix_.emplace(device, "model_matmul_matrix",
-                           vk::cooperative_matrix_spirv(device, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv),
-                           vk::KernelLayout{4, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
+  if (matrix_linear_layers) {
+    const auto spirv = vk::cooperative_matrix_spirv(device, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv);
+    const vk::KernelLayout layout{5, sizeof(layouts::ModelMatmulPush)};
+    matmul_matrix_.emplace(device, "model_matmul_matrix", spirv, layout,
+                           std::vector<uint32_t>{element_type(storage), element_type(DType::f32)});
+    matmul_matrix_half_.emplace(device, "model_matmul_matrix", spirv, layout,
+                                std::vector<uint32_t>{element_type(storage), element_type(DType::f16)});
+    matmul_splits_.emplace(device, "model_matmul_splits", model_matmul_splits_spirv,
+                           vk::KernelLayout{3, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
+    partials_ = vk::Buffer(device, kPartialFloats * sizeof(float));
+  }
 }
 
 void ModelKernels::embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x,
@@ -60,24 +77,64 @@ void ModelKernels::embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buff
 }
 
 void ModelKernels::rmsnorm(vk::Pass& pass, const vk::Buffer& x, const vk::Buffer& weight, vk::Buffer& y,
-                           uint32_t n_tokens, uint32_t first_token, uint32_t hidden, float eps) const {
-  pass.dispatch(rmsnorm_, {&x, &weight, &y}, layouts::ModelRmsNormPush{n_tokens, first_token, hidden, eps}, n_tokens, 1, 1,
-                "rmsnorm");
+                           uint32_t n_tokens, uint32_t first_token, uint32_t hidden, float eps, bool half_output) const {
+  pass.dispatch(rmsnorm_, {&x, &weight, &y},
+                layouts::ModelRmsNormPush{n_tokens, first_token, hidden, eps, half_output ? 1u : 0u}, n_tokens, 1, 1, "rmsnorm");
 }
 
 void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& x, vk::Buffer& y,
-                          const vk::Buffer* bias, const layouts::ModelMatmulPush& shape, const std::string& stage) const {
+                          const vk::Buffer* bias, const layouts::ModelMatmulPush& shape, const std::string& stage,
+                          bool half_input) const {
+  if (half_input && !linear_takes_half_inputs(shape.n_tokens))
+    throw std::logic_error("fp16 inputs to a linear layer that reads fp32");
   layouts::ModelMatmulPush push = shape;
   push.has_bias = bias ? 1u : 0u;
   const vk::Buffer* b = bias ? bias : &no_bias_;
-  if (push.n_tokens > 1 && matmul_matrix_)
-    pass.dispatch(*matmul_matrix_, {&weights, &x, &y, b}, push, ceil_div(push.n_out, kMatrixRows),
-                  ceil_div(push.n_tokens, kMatrixTokens), 1, stage);
-  else if (push.n_tokens == 1)
-    pass.dispatch(matvec_, {&weights, &x, &y, b}, push, ceil_div(push.n_out, kMatvecRows), 1, 1, stage);
-  else
+  push.k_splits = 1;
+  push.split_channels = push.n_in;
+  if (push.n_tokens > 1 && matmul_matrix_) {
+    const uint32_t tiles = ceil_div(push.n_out, kMatrixRows) * ceil_div(push.n_tokens, kMatrixTokens);
+    const uint32_t steps = ceil_div(push.n_in, kMatrixStep);
+    push.k_splits = std::max(1u, std::min(ceil_div(kWorkgroupsToFill, tiles), steps / kMinSliceSteps));
+    push.split_channels = ceil_div(steps, push.k_splits) * kMatrixStep;
+    push.k_splits = ceil_div(push.n_in, push.split_channels);  // no empty slice
+    pass.dispatch(half_input ? *matmul_matrix_half_ : *matmul_matrix_, {&weights, &x, &y, b, &partials_}, push, ceil_div(push.n_tokens, kMatrixTokens),
+                  ceil_div(push.n_out, kMatrixRows), push.k_splits, stage);
+    if (push.k_splits > 1)
+      pass.dispatch(*matmul_splits_, {&partials_, &y, b}, push, ceil_div(push.n_tokens * push.n_out, 256), 1, 1, stage);
+  } else if (push.n_tokens == 1) {
+    const TokenProjection projection{&weights, &y, bias, push.n_out};
+    token_linear(pass, std::span(&projection, 1), x, push.n_in, nullptr, 0.0f, false, push.accumulate != 0, stage);
+  } else
     pass.dispatch(matmul_, {&weights, &x, &y, b}, push, ceil_div(push.n_out, kTileRows), ceil_div(push.n_tokens, kTileTokens),
                   1, stage);
+}
+
+void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x,
+                                uint32_t n_in, const vk::Buffer* norm, float eps, bool gated, bool accumulate,
+                                const std::string& stage) const {
+  if (projections.empty() || projections.size() > 3 || (gated && projections.size() != 2))
+    throw std::logic_error("token_linear takes one to three matrices, two gated");
+  // Unused bindings take the zero float: never read or written.
+  const vk::Buffer* weights[3] = {&no_bias_, &no_bias_, &no_bias_};
+  const vk::Buffer* outputs[3] = {&no_bias_, &no_bias_, &no_bias_};
+  const vk::Buffer* biases[3] = {&no_bias_, &no_bias_, &no_bias_};
+  uint32_t rows[3] = {0, 0, 0};
+  bool has_bias = false;
+  for (size_t i = 0; i < projections.size(); ++i) {
+    weights[i] = projections[i].weights;
+    outputs[i] = projections[i].output;
+    rows[i] = projections[i].rows;
+    if (projections[i].bias) biases[i] = projections[i].bias;
+    has_bias = has_bias || projections[i].bias;
+  }
+  if (gated) rows[1] = 0;  // the second matrix's rows are the first's
+  const layouts::ModelMatvecPush push{n_in, rows[0], rows[1], rows[2], accumulate ? 1u : 0u, has_bias ? 1u : 0u,
+                                      gated ? 1u : 0u, norm ? 1u : 0u, eps};
+  pass.dispatch(matvec_,
+                {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
+                 norm ? norm : &no_bias_},
+                push, gated ? ceil_div(rows[0], kMatvecRows) : ceil_div(rows[0] + rows[1] + rows[2], 2 * kMatvecRows), 1, 1, stage);
 }
 
 void ModelKernels::rope(vk::Pass& pass, const RopeBuffers& b, const layouts::ModelRopePush& push) const {
@@ -85,8 +142,10 @@ void ModelKernels::rope(vk::Pass& pass, const RopeBuffers& b, const layouts::Mod
                 ceil_div(push.n_tokens * (push.n_heads + 2 * push.n_kv_heads) * push.head_dim / 2, 256), 1, 1, "rope");
 }
 
-void ModelKernels::swiglu(vk::Pass& pass, vk::Buffer& gate, const vk::Buffer& up, uint32_t count) const {
-  pass.dispatch(swiglu_, {&gate, &up}, layouts::ModelSwigluPush{count}, ceil_div(count, 256), 1, 1, "swiglu");
+void ModelKernels::swiglu(vk::Pass& pass, const vk::Buffer& gate, const vk::Buffer& up, vk::Buffer& h, uint32_t count,
+                          bool half_output) const {
+  pass.dispatch(swiglu_, {&gate, &up, &h}, layouts::ModelSwigluPush{count, half_output ? 1u : 0u}, ceil_div(count, 512), 1, 1,
+                "swiglu");
 }
 
 void ModelKernels::random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const {

@@ -5,6 +5,7 @@
 // weights, queries and the cache are in the model's storage type.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "../shaders/layouts.h"
@@ -17,28 +18,47 @@ namespace kv::model {
 class ModelKernels {
  public:
   // `matrix_linear_layers`: a prefill chunk's linear layers on tensor cores
-  // (model_matmul_matrix.comp; fp16 weights on a device with cooperative
+  // (model_matmul_matrix.comp; 16-bit weights on a device with cooperative
   // matrices), else the scalar tile kernel.
   ModelKernels(const vk::Device& device, DType storage, bool matrix_linear_layers);
 
   // x[t] = table[tokens[t]], widened to fp32.
   void embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x, uint32_t n_tokens,
              uint32_t hidden) const;
-  // y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight, for `n_tokens` rows.
+  // y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight, for `n_tokens`
+  // rows; y in fp16 with half_output (for a linear layer's half_input).
   void rmsnorm(vk::Pass& pass, const vk::Buffer& x, const vk::Buffer& weight, vk::Buffer& y, uint32_t n_tokens,
-               uint32_t first_token, uint32_t hidden, float eps) const;
+               uint32_t first_token, uint32_t hidden, float eps, bool half_output = false) const;
   // y[t, r] (+)= sum_k W[r, k] x[t, k] (+ bias[r]) (layouts.h's ModelMatmulPush):
-  // model_matvec for one token, a chunk's kernel for more.
+  // model_matvec for one token, a chunk's kernel for more. x is fp32, or fp16
+  // with half_input (only where linear_takes_half_inputs(n_tokens)).
   void linear(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& x, vk::Buffer& y, const vk::Buffer* bias,
-              const layouts::ModelMatmulPush& shape, const std::string& stage) const;
+              const layouts::ModelMatmulPush& shape, const std::string& stage, bool half_input = false) const;
+  // Whether a block of n_tokens runs its linear layers on tensor cores, which
+  // take fp16 inputs as they are (fp32 ones are rounded to fp16 on the way).
+  bool linear_takes_half_inputs(uint32_t n_tokens) const { return n_tokens > 1 && matmul_matrix_.has_value(); }
+  // One token's linear layers on one input in one dispatch (model_matvec.comp):
+  // up to three matrices, each into its own output (q, k and v), or, gated,
+  // two with output[r] = silu(first x)[r] * (second x)[r] (SwiGLU's gate and
+  // up) into the first's. With `norm` the input is RMSNorm(x) * norm (eps).
+  struct TokenProjection {
+    const vk::Buffer* weights;
+    vk::Buffer* output;
+    const vk::Buffer* bias;  // or null
+    uint32_t rows;
+  };
+  void token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x, uint32_t n_in,
+                    const vk::Buffer* norm, float eps, bool gated, bool accumulate, const std::string& stage) const;
   // RoPE of q and k, queries and the cache written (model_rope.comp).
   struct RopeBuffers {
     const vk::Buffer *q, *k, *v, *rotations;
     vk::Buffer *queries, *key_cache, *value_cache, *kept_queries;
   };
   void rope(vk::Pass& pass, const RopeBuffers& buffers, const layouts::ModelRopePush& push) const;
-  // gate[i] = silu(gate[i]) * up[i].
-  void swiglu(vk::Pass& pass, vk::Buffer& gate, const vk::Buffer& up, uint32_t count) const;
+  // h[i] = silu(gate[i]) * up[i] for an even count: fp32 (h may be gate), or fp16
+  // with half_output.
+  void swiglu(vk::Pass& pass, const vk::Buffer& gate, const vk::Buffer& up, vk::Buffer& h, uint32_t count,
+              bool half_output = false) const;
   // Every word of `weights` from the random-weight hash of `key` (model_random_fill.comp).
   void random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const;
   // chosen[0] = the first index of the largest of `n` logits (NaN the least).
@@ -48,7 +68,8 @@ class ModelKernels {
 
  private:
   vk::Kernel embed_, rmsnorm_, matvec_, matmul_;
-  std::optional<vk::Kernel> matmul_matrix_;
+  std::optional<vk::Kernel> matmul_matrix_, matmul_matrix_half_, matmul_splits_;  // fp32 inputs, fp16 inputs
+  vk::Buffer partials_;  // model_matmul_matrix's slices' partial sums
   vk::Kernel rope_, swiglu_, argmax_, random_fill_;
   vk::Buffer no_bias_;  // bound where a layer has none
 };

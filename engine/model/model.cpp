@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "error.h"
@@ -12,10 +13,10 @@ namespace kv::model {
 namespace {
 
 // Whether a prefill chunk's linear layers run on tensor cores
-// (model_matmul_matrix.comp): fp16 weights whose rows, and an input head's
+// (model_matmul_matrix.comp): 16-bit weights whose rows, and an input head's
 // channels, come in 16-byte pieces.
 bool linear_layers_on_matrices(const vk::Device& device, const ModelConfig& c, DType dtype) {
-  return device.info().cooperative_matrix && dtype == DType::f16 && c.hidden % 8 == 0 && c.intermediate % 8 == 0 &&
+  return device.info().cooperative_matrix && (dtype == DType::f16 || dtype == DType::bf16) && c.hidden % 8 == 0 && c.intermediate % 8 == 0 &&
          c.head_dim % 8 == 0;
 }
 
@@ -36,21 +37,38 @@ AttentionShape cache_shape(const ModelConfig& c, uint32_t capacity) {
   return {c.heads, c.kv_heads, capacity, c.head_dim};
 }
 
-uint32_t checked_capacity(const ModelConfig& config, uint32_t capacity) {
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", double(bytes) / (1ull << 30));
+  return text;
+}
+
+// The capacity, once the run is known to fit the device (plan_memory).
+uint32_t checked_capacity(const vk::Device& device, const ModelConfig& config, DType dtype, uint32_t capacity,
+                          uint32_t chunk) {
   if (capacity == 0) throw InputError("a model run needs room for at least one token");
   check_sequence_length(config, capacity);
+  const MemoryPlan plan = plan_memory(config, dtype, capacity, std::max(1u, std::min(chunk, capacity)));
+  const uint64_t available = device.device_local_heap_bytes();
+  if (plan.total() > available)
+    throw InputError("the run needs " + gib(plan.total()) + " (weights " + gib(plan.weights) + ", KV cache " +
+                         gib(plan.cache) + " for " + std::to_string(capacity) + " positions, activations " +
+                         gib(plan.activations) + " for chunks of " + std::to_string(chunk) + ") and " + device.info().name +
+                         " has " + gib(available));
   return capacity;
 }
 
 }  // namespace
 
-Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk)
+Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk,
+             LinearInputs linear_inputs)
     : device_(device),
       config_(checkpoint.config()),
       dtype_(checkpoint.matrix_dtype()),
-      capacity_(checked_capacity(checkpoint.config(), capacity)),
+      capacity_(checked_capacity(device, checkpoint.config(), checkpoint.matrix_dtype(), capacity, chunk)),
       chunk_(std::max(1u, std::min(chunk, capacity))),
-      kernels_(device, dtype_, linear_layers_on_matrices(device, checkpoint.config(), dtype_)),
+      kernels_(device, dtype_,
+               linear_inputs == LinearInputs::fastest && linear_layers_on_matrices(device, checkpoint.config(), dtype_)),
       final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
       tied_(checkpoint.tied()),
       attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_),
@@ -108,8 +126,25 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   queries_ = vk::Buffer(device, n * q_dim * dtype_size(dtype_));
   gate_ = vk::Buffer(device, n * c.intermediate * 4);
   up_ = vk::Buffer(device, n * c.intermediate * 4);
+  if (n > 1 && kernels_.linear_on_matrices()) mlp_half_ = vk::Buffer(device, n * c.intermediate * 2);
   logits_ = vk::Buffer(device, n * c.vocab * 4);
   chosen_ = vk::Buffer(device, 4, vk::MemoryKind::host_staging);
+}
+
+MemoryPlan plan_memory(const ModelConfig& c, DType dtype, uint32_t capacity, uint32_t chunk) {
+  const uint64_t element = dtype_size(dtype), q_dim = uint64_t(c.heads) * c.head_dim, kv_dim = uint64_t(c.kv_heads) * c.head_dim;
+  const uint64_t per_layer = (q_dim + 2 * kv_dim) * c.hidden + c.hidden * q_dim + 3ull * c.hidden * c.intermediate;
+  const uint64_t embeddings = uint64_t(c.vocab) * c.hidden * (c.tied_embeddings ? 1 : 2);
+  MemoryPlan plan;
+  plan.weights = (per_layer * c.layers + embeddings) * element + (2ull * c.layers + 1) * c.hidden * 4;
+  plan.cache = 2ull * c.layers * kv_dim * capacity * element;
+  const uint64_t n = chunk;
+  plan.activations = n * (2ull * c.hidden + q_dim + 2 * kv_dim + 2ull * c.intermediate + c.vocab) * 4  // fp32 rows
+                     + n * (q_dim * element + c.intermediate * 2)                                   // queries, fp16 MLP
+                     + uint64_t(capacity) * c.head_dim * 4                                          // RoPE's table
+                     + 2 * 4 * std::max<uint64_t>(n, 256) * c.heads * (c.head_dim + 2) * 4         // attention's partials
+                     + (32ull << 20);                                                               // sliced linear layers
+  return plan;
 }
 
 void Model::rewind(uint32_t length) {
@@ -164,32 +199,56 @@ void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode 
   kernels_.embed(pass, embedding_, tokens_, x_, n, c.hidden);
   const float eps = float(c.rms_eps);
   // A linear layer of the block: n_in inputs to n_out outputs.
+  // On tensor cores the linear layers take fp16 inputs: RMSNorm and SwiGLU
+  // write them so (the attention's output stays fp32, rounded on the way).
+  const bool half = kernels_.linear_takes_half_inputs(n);
   auto linear = [&](const vk::Buffer& w, const vk::Buffer& in, vk::Buffer& out, const vk::Buffer* bias, uint32_t rows,
-                    uint32_t n_in, uint32_t n_out, bool residual, uint32_t input_head_dim, const char* stage) {
-    kernels_.linear(pass, w, in, out, bias, {rows, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, stage);
+                    uint32_t n_in, uint32_t n_out, bool residual, uint32_t input_head_dim, const char* stage,
+                    bool half_input = false) {
+    kernels_.linear(pass, w, in, out, bias, {rows, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, stage, half_input);
   };
   for (uint32_t l = 0; l < c.layers; ++l) {
     DeviceLayer& w = layers_[l];
     const bool bias = w.has_bias;
-    kernels_.rmsnorm(pass, x_, w.attention_norm, normed_, n, 0, c.hidden, eps);
-    linear(w.wq, normed_, q_, bias ? &w.bq : nullptr, n, c.hidden, q_dim, false, 0, "qkv");
-    linear(w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
-    linear(w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv");
+    if (n == 1) {  // a decode step: the norm and q, k and v in one dispatch
+      const ModelKernels::TokenProjection qkv[3] = {{&w.wq, &q_, bias ? &w.bq : nullptr, q_dim},
+                                                    {&w.wk, &k_, bias ? &w.bk : nullptr, kv_dim},
+                                                    {&w.wv, &v_, bias ? &w.bv : nullptr, kv_dim}};
+      kernels_.token_linear(pass, qkv, x_, c.hidden, &w.attention_norm, eps, false, false, "qkv");
+    } else {
+      kernels_.rmsnorm(pass, x_, w.attention_norm, normed_, n, 0, c.hidden, eps, half);
+      linear(w.wq, normed_, q_, bias ? &w.bq : nullptr, n, c.hidden, q_dim, false, 0, "qkv", half);
+      linear(w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv", half);
+      linear(w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv", half);
+    }
     const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
                                       c.rope_pairs == RopePairs::interleaved ? 1u : 0u, kept_queries_[l] ? 1u : 0u};
     vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
     kernels_.rope(pass, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values, kept}, rope);
     const vk::Buffer& attended = record_attention(pass, l, block);
     linear(w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
-    kernels_.rmsnorm(pass, x_, w.mlp_norm, normed_, n, 0, c.hidden, eps);
-    linear(w.w_gate, normed_, gate_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
-    linear(w.w_up, normed_, up_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up");
-    kernels_.swiglu(pass, gate_, up_, n * c.intermediate);
-    linear(w.w_down, gate_, x_, nullptr, n, c.intermediate, c.hidden, true, 0, "mlp_down");
+    vk::Buffer& mlp_hidden = half ? mlp_half_ : gate_;
+    if (n == 1) {  // the norm, gate, up and SwiGLU in one dispatch
+      const ModelKernels::TokenProjection gate_up[2] = {{&w.w_gate, &gate_, nullptr, c.intermediate},
+                                                        {&w.w_up, &up_, nullptr, c.intermediate}};
+      kernels_.token_linear(pass, gate_up, x_, c.hidden, &w.mlp_norm, eps, true, false, "mlp_up");
+    } else {
+      kernels_.rmsnorm(pass, x_, w.mlp_norm, normed_, n, 0, c.hidden, eps, half);
+      linear(w.w_gate, normed_, gate_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up", half);
+      linear(w.w_up, normed_, up_, nullptr, n, c.hidden, c.intermediate, false, 0, "mlp_up", half);
+      kernels_.swiglu(pass, gate_, up_, mlp_hidden, n * c.intermediate, half);
+    }
+    linear(w.w_down, mlp_hidden, x_, nullptr, n, c.intermediate, c.hidden, true, 0, "mlp_down", half);
   }
   logit_rows_ = all_logits ? n : 1;
-  kernels_.rmsnorm(pass, x_, final_norm_, normed_, logit_rows_, n - logit_rows_, c.hidden, eps);
-  linear(tied_ ? embedding_ : lm_head_, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
+  const vk::Buffer& head = tied_ ? embedding_ : lm_head_;
+  if (n == 1) {
+    const ModelKernels::TokenProjection logits{&head, &logits_, nullptr, c.vocab};
+    kernels_.token_linear(pass, std::span(&logits, 1), x_, c.hidden, &final_norm_, eps, false, false, "lm_head");
+  } else {
+    kernels_.rmsnorm(pass, x_, final_norm_, normed_, logit_rows_, n - logit_rows_, c.hidden, eps);
+    linear(head, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
+  }
   if (logit_rows_ == 1) kernels_.argmax(pass, logits_, chosen_, c.vocab);  // the greedy choice in the same submission
   pass.run();
   length_ += n;
@@ -236,13 +295,14 @@ std::map<std::string, double> Model::ms_by_part() const {
 }
 
 uint32_t Model::pass_dispatches(uint32_t layers) {
-  // A layer: its own 11 (two RMSNorms, q, k, v, RoPE, the output projection,
-  // gate, up, SwiGLU, down); attention's 4 at most (a dense pass feeding a
-  // method, and the sparse pass, each partial and merge); a method's own
-  // stages, 16 at most (the window methods' six with their top-k are the
-  // most). Around the layers: the embedding, the final RMSNorm, the LM head
-  // and the greedy choice. Pass refuses a dispatch past its count.
-  constexpr uint32_t kModel = 11, kAttention = 4, kMethod = 16, kAround = 4;
+  // A layer: its own 18 at most (two RMSNorms, RoPE, SwiGLU, and seven
+  // linear layers, each two dispatches where its input channels are sliced);
+  // attention's 4 at most (a dense pass feeding a method, and the sparse
+  // pass, each partial and merge); a method's own stages, 16 at most (the
+  // window methods' six with their top-k are the most). Around the layers:
+  // the embedding, the final RMSNorm, the LM head (two) and the greedy
+  // choice. Pass refuses a dispatch past its count.
+  constexpr uint32_t kModel = 18, kAttention = 4, kMethod = 16, kAround = 5;
   return layers * (kModel + kAttention + kMethod) + kAround;
 }
 

@@ -23,10 +23,28 @@
 
 namespace kv::model {
 
+// What a model run holds on the device, summed from the config before
+// anything is allocated (Model refuses a run that cannot fit). Attention's
+// and the methods' workspaces are estimated: the partial results of a chunk
+// at four splits, twice (dense and sparse passes); a method's own metadata
+// (Quest's pages, Fier's bits) is a small fraction of the cache and is left
+// out, as are the queries a capture keeps.
+struct MemoryPlan {
+  uint64_t weights = 0, cache = 0, activations = 0;
+  uint64_t total() const { return weights + cache + activations; }
+};
+MemoryPlan plan_memory(const ModelConfig& config, DType dtype, uint32_t capacity, uint32_t chunk);
+
 class Model {
  public:
+  // How a prefill chunk's linear layers take their inputs.
+  enum class LinearInputs {
+    fastest,  // fp16 on tensor cores where the device has them (as a 16-bit model runs in PyTorch), else fp32
+    fp32,     // fp32 everywhere (the scalar tile kernel): the float64 tests' reference precision
+  };
   // Holds `capacity` positions (prompt plus steps; refused past the model's context).
-  Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk = 128);
+  Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk = 128,
+        LinearInputs linear_inputs = LinearInputs::fastest);
 
   const ModelConfig& config() const { return config_; }
   uint32_t capacity() const { return capacity_; }
@@ -102,6 +120,7 @@ class Model {
   Attention attention_, sparse_attention_;
   SelectionRuntime selection_;
   vk::Buffer tokens_, x_, normed_, q_, k_, v_, queries_, gate_, up_, logits_, chosen_;
+  vk::Buffer mlp_half_;  // SwiGLU's output in fp16, for the down projection on tensor cores
   std::vector<vk::StageTime> stage_times_;
 };
 

@@ -13,6 +13,13 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
+// GPU ms so far by stage name, whatever part recorded it.
+std::map<std::string, double> stage_ms(const Model& model) {
+  std::map<std::string, double> stages;
+  for (const vk::StageTime& t : model.stage_times()) stages[t.stage] += t.milliseconds;
+  return stages;
+}
+
 }  // namespace
 
 double SpeedResult::median_ms() const {
@@ -60,7 +67,7 @@ SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const
         chosen.push_back(model.greedy());
       };
       model.select(result.plan);
-      std::map<std::string, double> before;
+      std::map<std::string, double> before, stages_before = stage_ms(model);
       if (decode) {
         model.rewind(prompt_length);
         chosen.push_back(first);
@@ -81,6 +88,7 @@ SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const
       }
       const double timed_units = decode ? double(c.steps) * c.rounds : c.rounds;
       for (const auto& [part, ms] : model.ms_by_part()) result.gpu_ms[part] += (ms - before.at(part)) / timed_units;
+      for (const auto& [stage, ms] : stage_ms(model)) result.stage_ms[stage] += (ms - stages_before[stage]) / timed_units;
       if (round == 0) {
         if (!decode)
           for (uint32_t s = 0; s < c.steps; ++s) step();  // the answer, densely

@@ -36,6 +36,7 @@ struct SpeedResult {
   std::vector<double> ms_by_round;
   double first_step_ms = 0;                 // decode: the step left out, mean over rounds
   std::map<std::string, double> gpu_ms;     // by part (Model::ms_by_part): a timed step's (decode), a prefill's (prefill)
+  std::map<std::string, double> stage_ms;   // the same by stage (the linear layers' qkv, mlp_up, ... among them)
   std::vector<int32_t> continuation;        // the tokens chosen after the prompt (round 0)
   double median_ms() const;
 };

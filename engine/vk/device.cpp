@@ -407,6 +407,13 @@ VkDeviceSize Device::largest_heap_bytes() const {
   return largest;
 }
 
+VkDeviceSize Device::device_local_heap_bytes() const {
+  VkDeviceSize largest = 0;
+  for (uint32_t i = 0; i < memory_.memoryHeapCount; ++i)
+    if (memory_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) largest = std::max(largest, memory_.memoryHeaps[i].size);
+  return largest ? largest : largest_heap_bytes();
+}
+
 VkMemoryPropertyFlags Device::memory_properties(uint32_t type_index) const {
   return memory_.memoryTypes[type_index].propertyFlags;
 }

@@ -98,6 +98,8 @@ class Device {
   // Bytes of the heap behind a memory type.
   VkDeviceSize heap_bytes(uint32_t type_index) const;
   VkDeviceSize largest_heap_bytes() const;
+  // The largest heap of device-local memory (the GPU's own; a CPU device's RAM).
+  VkDeviceSize device_local_heap_bytes() const;
 
   UniqueCommandBuffer allocate_command_buffer() const;
   // Records with `record`, submits, and waits for completion.
