@@ -17,7 +17,10 @@ layout(push_constant) uniform ModelRmsNormPush { MODEL_RMSNORM_FIELDS } pc;
 shared float sums[WORKGROUP];
 
 void main() {
-  const uint token = gl_WorkGroupID.x, lane = gl_LocalInvocationIndex;
+  // Rows past a dispatch's 65,535 workgroups a dimension (Qwen3's heads of a
+  // long chunk) continue along y.
+  const uint token = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, lane = gl_LocalInvocationIndex;
+  if (token >= pc.n_tokens) return;
   const uint row = (pc.first_token + token) * pc.hidden, out_row = token * pc.hidden;
   float s = 0.0;
   for (uint c = lane; c < pc.hidden; c += WORKGROUP) s += x[row + c] * x[row + c];

@@ -81,6 +81,10 @@ std::filesystem::path write_tiny_model(const TinyModel& m, uint32_t seed) {
     add(p + "self_attn.k_proj.weight", {kv_dim, m.hidden}, 0.3f);
     add(p + "self_attn.v_proj.weight", {kv_dim, m.hidden}, 0.2f);
     add(p + "self_attn.o_proj.weight", {m.hidden, q_dim}, 0.2f);
+    if (m.architecture == "Qwen3ForCausalLM") {
+      add(p + "self_attn.q_norm.weight", {m.head_dim}, 0.1f, 1.0f);
+      add(p + "self_attn.k_norm.weight", {m.head_dim}, 0.1f, 1.0f);
+    }
     if (m.architecture == "Qwen2ForCausalLM") {
       add(p + "self_attn.q_proj.bias", {q_dim}, 0.2f);
       add(p + "self_attn.k_proj.bias", {kv_dim}, 0.2f);
@@ -183,6 +187,25 @@ std::vector<TinyModel> tiny_models() {
   qwen.head_dim = 32;
   qwen.hidden = 96;
   models.push_back(qwen);
+  // Qwen3: q and k normed per head before RoPE; head_dim apart from hidden / heads.
+  TinyModel qwen3 = gqa;
+  qwen3.name = "qwen3_gqa_untied_bf16";
+  qwen3.architecture = "Qwen3ForCausalLM";
+  qwen3.head_dim = 32;
+  qwen3.tied = false;
+  qwen3.dtype = DType::bf16;
+  models.push_back(qwen3);
+  TinyModel qwen3_mha = qwen3;
+  qwen3_mha.name = "qwen3_mha_tied_f32";
+  qwen3_mha.kv_heads = 4;
+  qwen3_mha.tied = true;
+  qwen3_mha.dtype = DType::f32;
+  models.push_back(qwen3_mha);
+  TinyModel qwen3_f16 = qwen3;
+  qwen3_f16.name = "qwen3_gqa_tied_f16";
+  qwen3_f16.tied = true;
+  qwen3_f16.dtype = DType::f16;
+  models.push_back(qwen3_f16);
   return models;
 }
 
@@ -628,13 +651,14 @@ TEST(ShippedShapes, HaveTheirModelsParameterCounts) {
   const std::vector<std::pair<std::string, uint64_t>> shapes = {
       {"llama-3-8b", 8030261248},  {"llama-3.1-8b", 8030261248}, {"llama-2-7b", 6738415616},
       {"longchat-7b-v1.5-32k", 6738415616}, {"mistral-7b", 7248023552}, {"qwen2.5-7b", 7615616512},
-      {"llama-3.2-1b", 1235814400}, {"llama-3.2-3b", 3212749824}};
+      {"llama-3.2-1b", 1235814400}, {"llama-3.2-3b", 3212749824}, {"qwen3-4b", 4022468096},
+      {"qwen3-8b", 8190735360}};
   for (const auto& [name, parameters] : shapes) {
     const model::Checkpoint c = model::Checkpoint::random(KVSCOPE_ASSETS "/shapes/" + name + ".json", 0);
     uint64_t total = c.embedding().count() + c.final_norm().count() + (c.tied() ? 0 : c.lm_head().count());
     for (const model::LayerWeights& w : c.layers())
-      for (const model::Weight* weight : {&w.attention_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.bq, &w.bk, &w.bv, &w.mlp_norm,
-                                          &w.w_gate, &w.w_up, &w.w_down})
+      for (const model::Weight* weight : {&w.attention_norm, &w.wq, &w.wk, &w.wv, &w.wo, &w.bq, &w.bk, &w.bv, &w.q_norm,
+                                          &w.k_norm, &w.mlp_norm, &w.w_gate, &w.w_up, &w.w_down})
         total += weight->present() ? weight->count() : 0;
     EXPECT_EQ(total, parameters) << name;
   }

@@ -340,6 +340,29 @@ TEST_F(ModelOpsTest, RmsNormMatchesFloat64) {
   }
 }
 
+// More rows than a dispatch dimension's 65,535 workgroups (Qwen3's heads of a
+// long chunk: 2,048 tokens x 32 heads), normed in place as Qwen3's are.
+TEST_F(ModelOpsTest, RmsNormTakesRowsPastOneDispatchDimension) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const uint32_t hidden = 8, rows = 65537;
+  const float eps = 1e-6f;
+  const std::vector<float> x = gaussian(size_t(rows) * hidden), w = gaussian(hidden);
+  vk::Buffer x_buffer = floats(x);
+  const vk::Buffer w_buffer = floats(w);
+  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  run([&](vk::Pass& pass) { kernels.rmsnorm(pass, x_buffer, w_buffer, x_buffer, rows, 0, hidden, eps); });
+  const std::vector<float> got = x_buffer.download_values<float>(x.size());
+  for (uint32_t t = 0; t < rows; ++t) {
+    double squares = 0;
+    for (uint32_t c = 0; c < hidden; ++c) squares += double(x[size_t(t) * hidden + c]) * x[size_t(t) * hidden + c];
+    const double inverse = 1 / std::sqrt(squares / hidden + eps);
+    for (uint32_t c = 0; c < hidden; ++c) {
+      const double want = x[size_t(t) * hidden + c] * inverse * w[c];
+      ASSERT_NEAR(got[size_t(t) * hidden + c], want, 1e-5 * std::abs(want) + 1e-6) << "row " << t << " channel " << c;
+    }
+  }
+}
+
 TEST_F(ModelOpsTest, SwigluMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const uint32_t count = 1000;  // not a multiple of the workgroup's 512

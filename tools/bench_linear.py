@@ -15,8 +15,6 @@ of a decode step. Prints one JSON object per token count, then the copy.
 import argparse
 import json
 
-import torch
-
 
 def shapes(config):
     hidden, heads, layers = config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"]
@@ -28,7 +26,15 @@ def shapes(config):
     return per_layer, layers, (config["vocab_size"], hidden)
 
 
+def linear_flops(config, tokens):
+    """The FLOPs of the linear layers for `tokens` tokens, the LM head on the last only."""
+    per_layer, layers, lm_head = shapes(config)
+    return 2 * tokens * sum(n_out * n_in for n_out, n_in in per_layer.values()) * layers + 2 * lm_head[0] * lm_head[1]
+
+
 def time_ms(fn, repeats):
+    import torch
+
     fn()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
@@ -46,6 +52,8 @@ def main():
     parser.add_argument("--tokens", default="1,128,2048")
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
+    import torch
+
     config = json.load(open(args.config))
     per_layer, layers, lm_head = shapes(config)
     torch.manual_seed(0)
@@ -68,7 +76,7 @@ def main():
         ms = time_ms(model_linear, args.repeats)
         by_name = {name: time_ms(lambda: [torch.matmul(inputs[name], w.t()) for w in ws], args.repeats)
                    for name, ws in weights.items()}
-        flops = 2 * tokens * sum(n_out * n_in for n_out, n_in in per_layer.values()) * layers + 2 * lm_head[0] * lm_head[1]
+        flops = linear_flops(config, tokens)
         print(json.dumps({"peer": "torch.matmul", "tokens": tokens, "linear_ms": ms, "tflops": flops / ms / 1e9,
                           "weights_tb_per_s": weight_bytes / ms / 1e9, "ms_by_layer_kind": by_name,
                           "device": torch.cuda.get_device_name()}), flush=True)

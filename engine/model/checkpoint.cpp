@@ -126,6 +126,10 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
     w.wk = tensors.get(p + "self_attn.k_proj.weight", true, c.files_);
     w.wv = tensors.get(p + "self_attn.v_proj.weight", true, c.files_);
     w.wo = tensors.get(p + "self_attn.o_proj.weight", true, c.files_);
+    if (c.config_.qk_norm) {
+      w.q_norm = tensors.get(p + "self_attn.q_norm.weight", true, c.files_);
+      w.k_norm = tensors.get(p + "self_attn.k_norm.weight", true, c.files_);
+    }
     if (c.config_.qkv_bias) {
       w.bq = tensors.get(p + "self_attn.q_proj.bias", true, c.files_);
       w.bk = tensors.get(p + "self_attn.k_proj.bias", true, c.files_);
@@ -156,8 +160,10 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
   c.seed_ = seed;
   const ModelConfig& m = c.config_;
   const uint64_t hidden = m.hidden, q_dim = uint64_t(m.heads) * m.head_dim, kv_dim = uint64_t(m.kv_heads) * m.head_dim;
-  // Norms of ones and zero biases, in one fp32 block the weights point into.
-  const uint64_t ones = hidden * (2 * uint64_t(m.layers) + 1), zeros = m.qkv_bias ? q_dim + 2 * kv_dim : 0;
+  // Norms of ones and zero biases, in one fp32 block the weights point into
+  // (the heads' norms, of head_dim, after the layers').
+  const uint64_t ones = hidden * (2 * uint64_t(m.layers) + 1) + (m.qk_norm ? m.head_dim : 0),
+                 zeros = m.qkv_bias ? q_dim + 2 * kv_dim : 0;
   std::vector<float> values(ones + zeros, 0.0f);
   std::fill(values.begin(), values.begin() + ones, 1.0f);
   c.owned_.resize(values.size() * sizeof(float));
@@ -181,6 +187,10 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
     w.wk = matrix(p + "self_attn.k_proj.weight", kv_dim, hidden);
     w.wv = matrix(p + "self_attn.v_proj.weight", kv_dim, hidden);
     w.wo = matrix(p + "self_attn.o_proj.weight", hidden, q_dim);
+    if (m.qk_norm) {  // every head's norm is the same ones
+      w.q_norm = floats(p + "self_attn.q_norm.weight", hidden * (2 * uint64_t(m.layers) + 1), m.head_dim);
+      w.k_norm = floats(p + "self_attn.k_norm.weight", hidden * (2 * uint64_t(m.layers) + 1), m.head_dim);
+    }
     if (m.qkv_bias) {  // every layer's biases are the same zeros
       w.bq = floats(p + "self_attn.q_proj.bias", ones, q_dim);
       w.bk = floats(p + "self_attn.k_proj.bias", ones + q_dim, kv_dim);
@@ -293,6 +303,10 @@ void Checkpoint::check_shapes() {
     check(w.wk, {kv_dim, hidden}, true);
     check(w.wv, {kv_dim, hidden}, true);
     check(w.wo, {hidden, q_dim}, true);
+    if (m.qk_norm) {
+      check(w.q_norm, {m.head_dim}, false);
+      check(w.k_norm, {m.head_dim}, false);
+    }
     if (w.bq.present()) {
       check(w.bq, {q_dim}, false);
       check(w.bk, {kv_dim}, false);

@@ -29,6 +29,7 @@ struct Weight {
 struct LayerWeights {
   Weight attention_norm, wq, wk, wv, wo;  // projections [out, in]
   Weight bq, bk, bv;                      // biases (Qwen2); absent otherwise
+  Weight q_norm, k_norm;                  // each head's q and k RMSNorm [d] (Qwen3); absent otherwise
   Weight mlp_norm, w_gate, w_up, w_down;
 };
 

@@ -127,9 +127,10 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& source) 
     f.fail("architectures", "must list one architecture, not " + architectures.dump());
   c.architecture = architectures[0].get<std::string>();
   const bool llama = c.architecture == "LlamaForCausalLM", mistral = c.architecture == "MistralForCausalLM",
-             qwen2 = c.architecture == "Qwen2ForCausalLM";
-  if (!llama && !mistral && !qwen2)
-    f.fail("architectures", "'" + c.architecture + "' is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+             qwen2 = c.architecture == "Qwen2ForCausalLM", qwen3 = c.architecture == "Qwen3ForCausalLM";
+  if (!llama && !mistral && !qwen2 && !qwen3)
+    f.fail("architectures", "'" + c.architecture +
+                                "' is not supported (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM)");
   const std::string activation = f.text("hidden_act", "silu");
   if (activation != "silu") f.fail("hidden_act", "'" + activation + "' is not supported (silu)");
   if (f.flag("mlp_bias", false)) f.fail("mlp_bias", "MLP biases are not supported");
@@ -146,10 +147,14 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& source) 
   c.max_positions = f.count("max_position_embeddings", 1, 1u << 24);
   c.rms_eps = f.number("rms_norm_eps", 0);
   c.tied_embeddings = f.flag("tie_word_embeddings", false);
-  // Qwen2's q, k and v projections always carry biases; Llama's only with attention_bias.
+  // Qwen2's q, k and v projections always carry biases, Qwen3's with
+  // attention_bias (its o projection's too, which kvscope does not read);
+  // Llama's not.
   c.qkv_bias = qwen2;
-  if (llama && f.flag("attention_bias", false)) f.fail("attention_bias", "Llama attention biases are not supported");
-  if (mistral || (qwen2 && f.flag("use_sliding_window", false)))
+  c.qk_norm = qwen3;
+  if ((llama || qwen3) && f.flag("attention_bias", false))
+    f.fail("attention_bias", "attention biases are not supported for " + c.architecture);
+  if (mistral || ((qwen2 || qwen3) && f.flag("use_sliding_window", false)))
     c.sliding_window = f.has("sliding_window") ? f.count("sliding_window", 1, 1u << 30) : 0;
   const json rope = f.has("rope_parameters") ? f.get("rope_parameters") : f.has("rope_scaling") ? f.get("rope_scaling") : json::object();
   if (!rope.is_object()) f.fail("rope_parameters", "must be an object, not " + rope.dump());

@@ -15,7 +15,7 @@ namespace kv::model {
 enum class RopePairs { half_split, interleaved };
 
 struct ModelConfig {
-  std::string architecture;  // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, llama2.c
+  std::string architecture;  // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, llama2.c
   uint32_t hidden = 0;       // model dimension
   uint32_t layers = 0;
   uint32_t heads = 0;     // query heads H
@@ -25,7 +25,8 @@ struct ModelConfig {
   uint32_t vocab = 0;
   uint32_t max_positions = 0;  // the longest sequence the model takes
   double rms_eps = 1e-5;
-  bool qkv_bias = false;       // Qwen2
+  bool qkv_bias = false;       // Qwen2 (Qwen3 with attention_bias)
+  bool qk_norm = false;        // Qwen3: an RMSNorm of each head's q and k (weights [d]) before RoPE
   bool tied_embeddings = false;  // the LM head is the embedding
   RopePairs rope_pairs = RopePairs::half_split;
   // RoPE's inverse frequencies, one per channel pair [d / 2], after any scaling (Llama 3's).

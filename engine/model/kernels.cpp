@@ -32,6 +32,8 @@ constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
 // multiprocessors. The partial sums' room follows: slices x tiles stay
 // under twice this many tiles.
 constexpr uint32_t kWorkgroupsToFill = 256, kMinSliceSteps = 2;
+// Workgroups a dimension every Vulkan device takes (maxComputeWorkGroupCount's floor).
+constexpr uint32_t kMaxGroups = 65535;
 constexpr size_t kPartialFloats = size_t(2 * kWorkgroupsToFill) * kMatrixRows * kMatrixTokens;
 
 vk::Buffer zero_float(const vk::Device& device) {
@@ -79,7 +81,8 @@ void ModelKernels::embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buff
 void ModelKernels::rmsnorm(vk::Pass& pass, const vk::Buffer& x, const vk::Buffer& weight, vk::Buffer& y,
                            uint32_t n_tokens, uint32_t first_token, uint32_t hidden, float eps, bool half_output) const {
   pass.dispatch(rmsnorm_, {&x, &weight, &y},
-                layouts::ModelRmsNormPush{n_tokens, first_token, hidden, eps, half_output ? 1u : 0u}, n_tokens, 1, 1, "rmsnorm");
+                layouts::ModelRmsNormPush{n_tokens, first_token, hidden, eps, half_output ? 1u : 0u},
+                std::min(n_tokens, kMaxGroups), ceil_div(n_tokens, kMaxGroups), 1, "rmsnorm");
 }
 
 void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& x, vk::Buffer& y,

@@ -97,6 +97,10 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
                   upload_floats(device, w.bq.present() ? to_floats(w.bq) : std::vector<float>{}),
                   upload_floats(device, w.bk.present() ? to_floats(w.bk) : std::vector<float>{}),
                   upload_floats(device, w.bv.present() ? to_floats(w.bv) : std::vector<float>{}), w.bq.present()};
+    if (c.qk_norm) {
+      d.q_norm = upload_floats(device, to_floats(w.q_norm));
+      d.k_norm = upload_floats(device, to_floats(w.k_norm));
+    }
     layers_.push_back(std::move(d));
     caches_.push_back(std::make_unique<GpuLayer>(device, cache_shape(c, capacity_), dtype_, 1.0 / std::sqrt(double(c.head_dim))));
   }
@@ -221,6 +225,10 @@ void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode 
       linear(w.wk, normed_, k_, bias ? &w.bk : nullptr, n, c.hidden, kv_dim, false, 0, "qkv", half);
       linear(w.wv, normed_, v_, bias ? &w.bv : nullptr, n, c.hidden, kv_dim, false, 0, "qkv", half);
     }
+    if (c.qk_norm) {  // Qwen3: each head's q and k through an RMSNorm of d channels, in place
+      kernels_.rmsnorm(pass, q_, w.q_norm, q_, n * c.heads, 0, c.head_dim, eps);
+      kernels_.rmsnorm(pass, k_, w.k_norm, k_, n * c.kv_heads, 0, c.head_dim, eps);
+    }
     const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
                                       c.rope_pairs == RopePairs::interleaved ? 1u : 0u, kept_queries_[l] ? 1u : 0u};
     vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
@@ -295,14 +303,15 @@ std::map<std::string, double> Model::ms_by_part() const {
 }
 
 uint32_t Model::pass_dispatches(uint32_t layers) {
-  // A layer: its own 18 at most (two RMSNorms, RoPE, SwiGLU, and seven
-  // linear layers, each two dispatches where its input channels are sliced);
+  // A layer: its own 20 at most (four RMSNorms with Qwen3's of q and k,
+  // RoPE, SwiGLU, and seven linear layers, each two dispatches where its
+  // input channels are sliced);
   // attention's 4 at most (a dense pass feeding a method, and the sparse
   // pass, each partial and merge); a method's own stages, 16 at most (the
   // window methods' six with their top-k are the most). Around the layers:
   // the embedding, the final RMSNorm, the LM head (two) and the greedy
   // choice. Pass refuses a dispatch past its count.
-  constexpr uint32_t kModel = 18, kAttention = 4, kMethod = 16, kAround = 5;
+  constexpr uint32_t kModel = 20, kAttention = 4, kMethod = 16, kAround = 5;
   return layers * (kModel + kAttention + kMethod) + kAround;
 }
 

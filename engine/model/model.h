@@ -98,6 +98,7 @@ class Model {
     vk::Buffer wq, wk, wv, wo, w_gate, w_up, w_down;
     vk::Buffer bq, bk, bv;  // fp32; one zero float where there is none
     bool has_bias = false;
+    vk::Buffer q_norm, k_norm;  // fp32 [d] (Qwen3); empty where there is none
   };
   void append_block(std::span<const int32_t> tokens, bool all_logits, Mode mode);
   // The dispatches a pass of `layers` layers records at most (its timestamp slots).

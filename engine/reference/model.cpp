@@ -62,8 +62,19 @@ void rotate(Vector& x, uint32_t heads, const ModelConfig& c, uint32_t position) 
 
 struct Layer {
   Vector attention_norm, wq, wk, wv, wo, bq, bk, bv, mlp_norm, w_gate, w_up, w_down;
+  Vector q_norm, k_norm;  // Qwen3; empty otherwise
   std::vector<Vector> keys, values;  // per position, [G * d]
 };
+
+// Qwen3's RMSNorm of each head's d channels of x ([heads * d]), in place.
+void norm_heads(Vector& x, const Vector& weight, uint32_t heads, double eps) {
+  const size_t d = weight.size();
+  for (uint32_t h = 0; h < heads; ++h) {
+    const Vector head(x.begin() + long(h * d), x.begin() + long((h + 1) * d));
+    const Vector normed = rms_norm(head, weight, eps);
+    std::copy(normed.begin(), normed.end(), x.begin() + long(h * d));
+  }
+}
 
 // A layer's q, k and v so far as the selection references take them: the
 // first `tokens` positions, in float (the stored values are exact in float).
@@ -99,7 +110,8 @@ std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span
     layers.push_back({widen(w.attention_norm), widen(w.wq), widen(w.wk), widen(w.wv), widen(w.wo),
                       w.bq.present() ? widen(w.bq) : Vector{}, w.bk.present() ? widen(w.bk) : Vector{},
                       w.bv.present() ? widen(w.bv) : Vector{}, widen(w.mlp_norm), widen(w.w_gate), widen(w.w_up),
-                      widen(w.w_down), {}, {}});
+                      widen(w.w_down), w.q_norm.present() ? widen(w.q_norm) : Vector{},
+                      w.k_norm.present() ? widen(w.k_norm) : Vector{}, {}, {}});
   const uint32_t d = c.head_dim, group = c.heads / c.kv_heads;
   const double scale = 1.0 / std::sqrt(double(d));
   std::vector<std::vector<Vector>> queries(layers.size());  // per layer, per position: the rule's view
@@ -118,6 +130,10 @@ std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span
         Vector q = linear(l.wq, normed, l.bq.empty() ? nullptr : &l.bq);
         Vector k = linear(l.wk, normed, l.bk.empty() ? nullptr : &l.bk);
         Vector v = linear(l.wv, normed, l.bv.empty() ? nullptr : &l.bv);
+        if (!l.q_norm.empty()) {
+          norm_heads(q, l.q_norm, c.heads, c.rms_eps);
+          norm_heads(k, l.k_norm, c.kv_heads, c.rms_eps);
+        }
         rotate(q, c.heads, c, position);
         rotate(k, c.kv_heads, c, position);
         for (double& e : q) e = stored(e, dtype);
