@@ -187,6 +187,11 @@ std::vector<TinyModel> tiny_models() {
   qwen.head_dim = 32;
   qwen.hidden = 96;
   models.push_back(qwen);
+  // YaRN-scaled RoPE (cos and sin scaled by its attention factor).
+  TinyModel yarn = gqa;
+  yarn.name = "llama_gqa_f16_yarn_rope";
+  yarn.rope = R"({"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16})";
+  models.push_back(yarn);
   // Qwen3: q and k normed per head before RoPE; head_dim apart from hidden / heads.
   TinyModel qwen3 = gqa;
   qwen3.name = "qwen3_gqa_untied_bf16";
@@ -704,7 +709,9 @@ TEST(ModelConfig, RefusesWhatItCannotRun) {
     }
   };
   refused(R"(, "hidden_act": "gelu")", "hidden_act");
-  refused(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0})", "rope_type");
+  refused(R"(, "rope_scaling": {"rope_type": "dynamic", "factor": 4.0})", "rope_type");
+  refused(R"(, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "partial_rotary_factor": 0.5})", "partial_rotary_factor");
+  refused(R"(, "architectures": ["Qwen3ForCausalLM"], "attention_bias": true)", "attention_bias");
   refused(R"(, "head_dim": 12)", "head_dim");
   refused(R"(, "mlp_bias": true)", "mlp_bias");
   EXPECT_THROW(model::parse_hf_config("{", "c"), InputError);
@@ -718,6 +725,32 @@ TEST(ModelConfig, RefusesWhatItCannotRun) {
   EXPECT_NO_THROW(model::check_sequence_length(mistral, 1024));
   EXPECT_THROW(model::check_sequence_length(mistral, 1025), InputError);
   EXPECT_THROW(model::check_sequence_length(mistral, 5000), InputError);
+}
+
+// YaRN's frequencies and attention factor as transformers' rope initialisation
+// computes them (float32 where it does): head_dim 16, theta 10000, factor 4 over
+// an original context of 64 puts the ramp over pairs 0 to 3 (beta 32 and 1).
+// The values come from its formula evaluated in float32 by hand.
+TEST(ModelConfig, YarnFrequenciesFollowTransformers) {
+  const model::ModelConfig c = model::parse_hf_config(
+      R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 96, "vocab_size": 100, "max_position_embeddings": 256, "rms_norm_eps": 1e-5,
+          "rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0,
+                              "original_max_position_embeddings": 64}})",
+      "c");
+  const std::vector<double> want = {1.0,       0.23717081546783447,  0.04999999701976776,   0.007905694656074047,
+                                    0.0024999999441206455, 0.0007905694656074047, 0.0002500000118743628, 7.905694656074047e-05};
+  ASSERT_EQ(c.rope_inverse_frequencies.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(c.rope_inverse_frequencies[i], want[i], 1e-6 * want[i]) << "pair " << i;
+  EXPECT_NEAR(c.rope_attention_factor, 0.1 * std::log(4.0) + 1, 1e-12);
+  // attention_factor given, or mscale over mscale_all_dim (DeepSeek's), instead of 0.1 ln(factor) + 1.
+  const std::string base = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100, "max_position_embeddings": 256,
+    "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 64, )";
+  EXPECT_EQ(model::parse_hf_config(base + R"("attention_factor": 0.5}})", "c").rope_attention_factor, 0.5);
+  EXPECT_NEAR(model::parse_hf_config(base + R"("mscale": 2.0, "mscale_all_dim": 1.0}})", "c").rope_attention_factor,
+              (0.2 * std::log(4.0) + 1) / (0.1 * std::log(4.0) + 1), 1e-12);
 }
 
 TEST(Checkpoint, RefusesMissingAndMisshapenTensors) {

@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -68,10 +69,63 @@ class Fields {
   std::string source_;
 };
 
+struct RopeScaling {
+  std::vector<double> inverse_frequencies;
+  double attention_factor = 1.0;
+};
+
+// YaRN (transformers' _compute_yarn_parameters, float32 where it computes in
+// float32): the interpolated frequencies 1 / (factor theta^(2i/d)) and the
+// original ones blended by a ramp over the pairs whose wavelengths lie between
+// beta_fast and beta_slow rotations in the original context; cos and sin
+// scaled by 0.1 ln(factor) + 1 (or the mscale ratio, or attention_factor).
+RopeScaling yarn_frequencies(const Fields& f, const json& rope, double theta, uint32_t head_dim, uint32_t max_positions) {
+  auto optional = [&](const char* name, double fallback) {
+    return rope.contains(name) && !rope[name].is_null() ? f.number(rope[name], std::string("rope_parameters.") + name, 0)
+                                                        : fallback;
+  };
+  if (optional("partial_rotary_factor", 1.0) != 1.0)
+    f.fail("rope_parameters.partial_rotary_factor", "RoPE over part of a head is not supported");
+  const double original = optional("original_max_position_embeddings", max_positions);
+  const double factor = optional("factor", max_positions / original);
+  if (!(factor > 0)) f.fail("rope_parameters.factor", "must be positive");
+  auto get_mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+  const double mscale = optional("mscale", 0), mscale_all_dim = optional("mscale_all_dim", 0);
+  double attention = mscale != 0 && mscale_all_dim != 0 ? get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+                                                         : get_mscale(factor, 1);
+  attention = optional("attention_factor", attention);
+  // transformers takes `or 32` / `or 1`: a zero falls back too.
+  const double beta_fast = optional("beta_fast", 0) != 0 ? optional("beta_fast", 0) : 32;
+  const double beta_slow = optional("beta_slow", 0) != 0 ? optional("beta_slow", 0) : 1;
+  const bool truncate = !rope.contains("truncate") || rope["truncate"].is_null() || rope["truncate"] == true;
+  const double dim = head_dim;
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(original / (rotations * 2 * std::numbers::pi)) / (2 * std::log(theta));
+  };
+  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+  if (truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1);
+  if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+  RopeScaling r;
+  r.attention_factor = attention;
+  for (uint32_t i = 0; i < head_dim / 2; ++i) {
+    const float position_frequency = std::pow(float(theta), float(2 * i) / float(head_dim));
+    const float extrapolation = 1.0f / position_frequency, interpolation = 1.0f / (float(factor) * position_frequency);
+    const float ramp = std::clamp((float(i) - float(low)) / (float(high) - float(low)), 0.0f, 1.0f);
+    const float keep = 1.0f - ramp;  // the original frequency's share
+    r.inverse_frequencies.push_back(double(interpolation * (1.0f - keep) + extrapolation * keep));
+  }
+  return r;
+}
+
 // RoPE's inverse frequencies theta^(-2i/d), in float32 as transformers computes
 // them, then scaled as `rope_type` says (transformers' rope initialisation
-// functions for "default", "linear" and "llama3").
-std::vector<double> rope_frequencies(const Fields& f, const json& rope, uint32_t head_dim) {
+// functions for "default", "linear", "llama3" and "yarn").
+RopeScaling rope_frequencies(const Fields& f, const json& rope, uint32_t head_dim, uint32_t max_positions) {
   // Absent everywhere (Llama 2's config.json): transformers' default, 10000.
   const double theta = rope.contains("rope_theta") ? f.number(rope["rope_theta"], "rope_parameters.rope_theta", 0)
                        : f.has("rope_theta")       ? f.number("rope_theta", 0)
@@ -86,12 +140,13 @@ std::vector<double> rope_frequencies(const Fields& f, const json& rope, uint32_t
     if (!rope.contains(name)) f.fail(std::string("rope_parameters.") + name, "missing for rope_type " + type);
     return f.number(rope[name], std::string("rope_parameters.") + name, 0);
   };
-  if (type == "default") return inverse;
+  if (type == "default") return {inverse};
   if (type == "linear") {
     const double factor = parameter("factor");
     for (double& x : inverse) x /= factor;
-    return inverse;
+    return {inverse};
   }
+  if (type == "yarn") return yarn_frequencies(f, rope, theta, head_dim, max_positions);
   if (type == "llama3") {
     const double factor = parameter("factor"), low = parameter("low_freq_factor"), high = parameter("high_freq_factor");
     const double original = parameter("original_max_position_embeddings");
@@ -105,9 +160,9 @@ std::vector<double> rope_frequencies(const Fields& f, const json& rope, uint32_t
         x = (1 - smooth) * x / factor + smooth * x;
       }
     }
-    return inverse;
+    return {inverse};
   }
-  f.fail("rope_parameters.rope_type", "'" + type + "' is not supported (default, linear, llama3)");
+  f.fail("rope_parameters.rope_type", "'" + type + "' is not supported (default, linear, llama3, yarn)");
 }
 
 }  // namespace
@@ -158,7 +213,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& source) 
     c.sliding_window = f.has("sliding_window") ? f.count("sliding_window", 1, 1u << 30) : 0;
   const json rope = f.has("rope_parameters") ? f.get("rope_parameters") : f.has("rope_scaling") ? f.get("rope_scaling") : json::object();
   if (!rope.is_object()) f.fail("rope_parameters", "must be an object, not " + rope.dump());
-  c.rope_inverse_frequencies = rope_frequencies(f, rope, c.head_dim);
+  const RopeScaling scaling = rope_frequencies(f, rope, c.head_dim, c.max_positions);
+  c.rope_inverse_frequencies = scaling.inverse_frequencies;
+  c.rope_attention_factor = scaling.attention_factor;
   const std::vector<int32_t> bos = f.token_ids("bos_token_id", c.vocab);
   c.bos_token = bos.empty() ? -1 : bos.front();
   c.eos_tokens = f.token_ids("eos_token_id", c.vocab);

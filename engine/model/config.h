@@ -31,6 +31,9 @@ struct ModelConfig {
   RopePairs rope_pairs = RopePairs::half_split;
   // RoPE's inverse frequencies, one per channel pair [d / 2], after any scaling (Llama 3's).
   std::vector<double> rope_inverse_frequencies;
+  // RoPE's cos and sin scaled by this (YaRN's attention factor, transformers'
+  // attention_scaling); 1 for the other scalings.
+  double rope_attention_factor = 1.0;
   uint32_t sliding_window = 0;  // Mistral: 0 = none
   int32_t bos_token = -1;       // -1: the model has none
   std::vector<int32_t> eos_tokens;

@@ -114,8 +114,8 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   for (uint32_t p = 0; p < capacity_; ++p)
     for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
       const double angle = double(float(p) * float(c.rope_inverse_frequencies[i]));
-      rotations[(size_t(p) * c.head_dim / 2 + i) * 2] = float(std::cos(angle));
-      rotations[(size_t(p) * c.head_dim / 2 + i) * 2 + 1] = float(std::sin(angle));
+      rotations[(size_t(p) * c.head_dim / 2 + i) * 2] = float(std::cos(angle) * c.rope_attention_factor);
+      rotations[(size_t(p) * c.head_dim / 2 + i) * 2 + 1] = float(std::sin(angle) * c.rope_attention_factor);
     }
   rotations_ = upload_floats(device, rotations);
   const size_t n = chunk_, q_dim = size_t(c.heads) * c.head_dim, kv_dim = size_t(c.kv_heads) * c.head_dim;

@@ -54,9 +54,10 @@ void rotate(Vector& x, uint32_t heads, const ModelConfig& c, uint32_t position) 
       const double angle = double(float(position) * float(c.rope_inverse_frequencies[i]));
       const bool interleaved = c.rope_pairs == model::RopePairs::interleaved;
       const size_t a = h * d + (interleaved ? 2 * i : i), b = h * d + (interleaved ? 2 * i + 1 : i + d / 2);
-      const double xa = x[a], xb = x[b];
-      x[a] = xa * std::cos(angle) - xb * std::sin(angle);
-      x[b] = xa * std::sin(angle) + xb * std::cos(angle);
+      const double xa = x[a], xb = x[b], cos = std::cos(angle) * c.rope_attention_factor,
+                   sin = std::sin(angle) * c.rope_attention_factor;
+      x[a] = xa * cos - xb * sin;
+      x[b] = xa * sin + xb * cos;
     }
 }
 
