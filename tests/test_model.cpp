@@ -716,6 +716,10 @@ TEST(ModelConfig, RefusesWhatItCannotRun) {
   refused(R"(, "mlp_bias": true)", "mlp_bias");
   EXPECT_THROW(model::parse_hf_config("{", "c"), InputError);
   EXPECT_THROW(model::parse_hf_config(R"({"architectures": ["GPT2LMHeadModel"]})", "c"), InputError);
+  // Families kvscope cannot run faithfully (GPT-OSS's experts and attention
+  // sinks, Gemma 2's soft-capping) are refused naming the field and what runs.
+  refused(R"(, "architectures": ["GptOssForCausalLM"])", "Qwen3ForCausalLM");
+  refused(R"(, "architectures": ["Gemma2ForCausalLM"])", "architectures");
   // Mistral: a sliding window shorter than the sequence is refused with the reason.
   const model::ModelConfig mistral = model::parse_hf_config(
       R"({"architectures": ["MistralForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
