@@ -193,24 +193,24 @@ std::vector<TinyModel> tiny_models() {
   yarn.rope = R"({"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16})";
   models.push_back(yarn);
   // Qwen3: q and k normed per head before RoPE; head_dim apart from hidden / heads.
-  TinyModel qwen3 = gqa;
-  qwen3.name = "qwen3_gqa_untied_bf16";
-  qwen3.architecture = "Qwen3ForCausalLM";
-  qwen3.head_dim = 32;
-  qwen3.tied = false;
-  qwen3.dtype = DType::bf16;
-  models.push_back(qwen3);
-  TinyModel qwen3_mha = qwen3;
-  qwen3_mha.name = "qwen3_mha_tied_f32";
-  qwen3_mha.kv_heads = 4;
-  qwen3_mha.tied = true;
-  qwen3_mha.dtype = DType::f32;
-  models.push_back(qwen3_mha);
-  TinyModel qwen3_f16 = qwen3;
-  qwen3_f16.name = "qwen3_gqa_tied_f16";
-  qwen3_f16.tied = true;
-  qwen3_f16.dtype = DType::f16;
-  models.push_back(qwen3_f16);
+  struct Qwen3Variant {
+    const char* name;
+    uint32_t kv_heads;
+    bool tied;
+    DType dtype;
+  };
+  for (const Qwen3Variant& v : {Qwen3Variant{"qwen3_gqa_untied_bf16", 2, false, DType::bf16},
+                                Qwen3Variant{"qwen3_mha_tied_f32", 4, true, DType::f32},
+                                Qwen3Variant{"qwen3_gqa_tied_f16", 2, true, DType::f16}}) {
+    TinyModel qwen3 = gqa;
+    qwen3.name = v.name;
+    qwen3.architecture = "Qwen3ForCausalLM";
+    qwen3.head_dim = 32;
+    qwen3.kv_heads = v.kv_heads;
+    qwen3.tied = v.tied;
+    qwen3.dtype = v.dtype;
+    models.push_back(qwen3);
+  }
   return models;
 }
 
