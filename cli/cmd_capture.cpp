@@ -100,7 +100,8 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
 
   vk::Device device(global.device);
   model::PromptCapture captured =
-      model::capture_prompt(device, checkpoint, *tokenizer, prompt, has_needle, layers, args.count("chunk", 128, 1, kMaxChunk));
+      model::capture_prompt(device, checkpoint, *tokenizer, prompt, has_needle, layers,
+                            args.count("chunk", 128, 1, kMaxChunk));
   CaptureData& data = captured.data;
   data.model = model_path.string();
   data.source = source;

@@ -34,8 +34,9 @@ const char* const kSpeedHelp =
     "alike; each run reports the median round. Prints the speed-up over dense and the\n"
     "share of GPU time in attention and in selection; --json adds each round and GPU\n"
     "ms by part and by stage. --kernel-stats also prints what the driver's compiler\n"
-    "reports for each kernel (registers, spills, ...). Defaults: --methods dense,quest,fier --budgets 256,1024,2048 (decode),\n"
-    "--methods dense,quoka --budgets 1024,2048 (prefill).\n\n"
+    "reports for each kernel (registers, spills, ...). Defaults: --methods\n"
+    "dense,quest,fier --budgets 256,1024,2048 (decode), --methods dense,quoka --budgets\n"
+    "1024,2048 (prefill).\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
@@ -165,7 +166,8 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   nlohmann::json report = speed_json(a, run, device.info().name, texts);
   if (device.kernel_statistics_enabled()) {
     report["kernels"] = device.kernel_statistics();
-    for (const auto& [kernel, statistics] : device.kernel_statistics()) std::printf("%s: %s\n", kernel.c_str(), statistics.c_str());
+    for (const auto& [kernel, statistics] : device.kernel_statistics())
+      std::printf("%s: %s\n", kernel.c_str(), statistics.c_str());
   }
   if (!a.json.empty()) write_text_atomically(a.json, json_text(report, 1));
   return exit_code(global, device, 0);

@@ -22,8 +22,8 @@ namespace kv::model {
 namespace {
 
 // model_matmul's tile (rows x tokens a workgroup), model_matvec's rows a
-// workgroup (twice as many where it takes two rows a subgroup), model_matmul_matrix's
-// tile and channels a step.
+// workgroup (twice as many where it takes two rows a subgroup),
+// model_matmul_matrix's tile and channels a step.
 constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
 constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
 // A layer of fewer tensor-core tiles than this slices its input channels
@@ -101,8 +101,8 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
     push.k_splits = std::max(1u, std::min(ceil_div(kWorkgroupsToFill, tiles), steps / kMinSliceSteps));
     push.split_channels = ceil_div(steps, push.k_splits) * kMatrixStep;
     push.k_splits = ceil_div(push.n_in, push.split_channels);  // no empty slice
-    pass.dispatch(half_input ? *matmul_matrix_half_ : *matmul_matrix_, {&weights, &x, &y, b, &partials_}, push, ceil_div(push.n_tokens, kMatrixTokens),
-                  ceil_div(push.n_out, kMatrixRows), push.k_splits, stage);
+    pass.dispatch(half_input ? *matmul_matrix_half_ : *matmul_matrix_, {&weights, &x, &y, b, &partials_}, push,
+                  ceil_div(push.n_tokens, kMatrixTokens), ceil_div(push.n_out, kMatrixRows), push.k_splits, stage);
     if (push.k_splits > 1)
       pass.dispatch(*matmul_splits_, {&partials_, &y, b}, push, ceil_div(push.n_tokens * push.n_out, 256), 1, 1, stage);
   } else if (push.n_tokens == 1) {
@@ -137,7 +137,8 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
   pass.dispatch(matvec_,
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
                  norm ? norm : &no_bias_},
-                push, gated ? ceil_div(rows[0], kMatvecRows) : ceil_div(rows[0] + rows[1] + rows[2], 2 * kMatvecRows), 1, 1, stage);
+                push, gated ? ceil_div(rows[0], kMatvecRows) : ceil_div(rows[0] + rows[1] + rows[2], 2 * kMatvecRows), 1, 1,
+                stage);
 }
 
 void ModelKernels::rope(vk::Pass& pass, const RopeBuffers& b, const layouts::ModelRopePush& push) const {

@@ -16,8 +16,8 @@ namespace {
 // (model_matmul_matrix.comp): 16-bit weights whose rows, and an input head's
 // channels, come in 16-byte pieces.
 bool linear_layers_on_matrices(const vk::Device& device, const ModelConfig& c, DType dtype) {
-  return device.info().cooperative_matrix && (dtype == DType::f16 || dtype == DType::bf16) && c.hidden % 8 == 0 && c.intermediate % 8 == 0 &&
-         c.head_dim % 8 == 0;
+  return device.info().cooperative_matrix && (dtype == DType::f16 || dtype == DType::bf16) && c.hidden % 8 == 0 &&
+         c.intermediate % 8 == 0 && c.head_dim % 8 == 0;
 }
 
 vk::Buffer upload_weight(const vk::Device& device, const Weight& weight) {
