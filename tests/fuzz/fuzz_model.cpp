@@ -1,6 +1,7 @@
 // libFuzzer target for the model runner's readers: the input's first byte picks
 // one (0 config.json, 1 tokenizer.json, 2 a llama2.c checkpoint, 3 a llama2.c
-// tokenizer, 4 a safetensors shard index), the rest is its file. Any input must
+// tokenizer, 4 a safetensors shard index, 5 a GGUF file's container), the
+// rest is its file. Any input must
 // be read or refused with InputError; a crash, another exception, a sanitizer
 // report or a leak fails the run.
 #include <unistd.h>
@@ -10,12 +11,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "error.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/gguf.h"
 #include "model/tokenizer.h"
 
 namespace {
@@ -36,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string file(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
       case 0:
         (void)kv::model::parse_hf_config(file, "config.json");
         break;
@@ -68,6 +71,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         write(dir / "config.json", kTinyConfig);
         write(dir / "model.safetensors.index.json", file);
         (void)kv::model::Checkpoint::open(dir);
+        break;
+      }
+      case 5: {
+        const kv::model::GgufFile gguf = kv::model::parse_gguf(std::as_bytes(std::span(file)), "model.gguf");
+        // Every tensor lies within the file.
+        for (const kv::model::GgufTensor& t : gguf.tensors)
+          if (!t.data.empty() && (t.data.data() < reinterpret_cast<const std::byte*>(file.data()) ||
+                                  t.data.data() + t.data.size() > reinterpret_cast<const std::byte*>(file.data()) + file.size()))
+            __builtin_trap();
         break;
       }
     }

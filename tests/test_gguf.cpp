@@ -1,0 +1,175 @@
+// The GGUF container reader (engine/model/gguf.h) on files the test writes:
+// metadata of every type and tensors of each type read back where they lie;
+// every truncation, and each kind of bad header, refused in one line before
+// anything the file claims is allocated.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "model/gguf.h"
+
+namespace kv {
+namespace {
+
+// A little-endian GGUF writer, enough for the tests.
+struct GgufWriter {
+  std::vector<std::byte> out;
+  template <typename T>
+  void put(T value) {
+    const auto* p = reinterpret_cast<const std::byte*>(&value);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  void text(const std::string& s) {
+    put<uint64_t>(s.size());
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    out.insert(out.end(), p, p + s.size());
+  }
+  void pad(size_t alignment) {
+    while (out.size() % alignment) out.push_back(std::byte{0});
+  }
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<uint64_t> dims;
+  uint32_t type;
+  size_t bytes;
+};
+
+// Header, metadata (a u32, a string, an f32, a bool, an array of strings, an
+// i64), tensor infos, padding, then each tensor's bytes (value: its index + 1).
+std::vector<std::byte> tiny_gguf(const std::vector<TensorSpec>& tensors, uint32_t version = 3) {
+  GgufWriter w;
+  w.out = {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}};
+  w.put<uint32_t>(version);
+  w.put<uint64_t>(tensors.size());
+  w.put<uint64_t>(6);
+  w.text("llama.block_count");
+  w.put<uint32_t>(4);
+  w.put<uint32_t>(2);
+  w.text("general.architecture");
+  w.put<uint32_t>(8);
+  w.text("llama");
+  w.text("llama.rope.freq_base");
+  w.put<uint32_t>(6);
+  w.put<float>(10000.0f);
+  w.text("tokenizer.ggml.add_bos_token");
+  w.put<uint32_t>(7);
+  w.put<uint8_t>(1);
+  w.text("tokenizer.ggml.tokens");
+  w.put<uint32_t>(9);
+  w.put<uint32_t>(8);
+  w.put<uint64_t>(3);
+  for (const char* t : {"a", "b", "ab"}) w.text(t);
+  w.text("general.file_type");
+  w.put<uint32_t>(11);
+  w.put<int64_t>(-5);
+  uint64_t offset = 0;
+  for (const TensorSpec& t : tensors) {
+    w.text(t.name);
+    w.put<uint32_t>(uint32_t(t.dims.size()));
+    for (uint64_t d : t.dims) w.put<uint64_t>(d);
+    w.put<uint32_t>(t.type);
+    w.put<uint64_t>(offset);
+    offset += (t.bytes + 31) / 32 * 32;
+  }
+  w.pad(32);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    w.out.insert(w.out.end(), tensors[i].bytes, std::byte(i + 1));
+    w.pad(32);
+  }
+  return w.out;
+}
+
+const std::vector<TensorSpec> kTensors = {
+    {"token_embd.weight", {8, 3}, 1, 48},     // F16 [3, 8]
+    {"output_norm.weight", {8}, 0, 32},       // F32
+    {"blk.0.attn_q.weight", {8, 2}, 30, 32},  // BF16
+    {"blk.0.ffn_down.weight", {64, 1}, 8, 68},  // Q8_0: two blocks of 34 bytes
+};
+
+TEST(Gguf, ReadsMetadataAndTensorsWhereTheyLie) {
+  const std::vector<std::byte> bytes = tiny_gguf(kTensors);
+  const model::GgufFile f = model::parse_gguf(bytes, "tiny.gguf");
+  EXPECT_EQ(f.version, 3u);
+  EXPECT_EQ(f.metadata["llama.block_count"], 2);
+  EXPECT_EQ(f.metadata["general.architecture"], "llama");
+  EXPECT_EQ(f.metadata["llama.rope.freq_base"], 10000.0);
+  EXPECT_EQ(f.metadata["tokenizer.ggml.add_bos_token"], true);
+  EXPECT_EQ(f.metadata["tokenizer.ggml.tokens"], nlohmann::json::array({"a", "b", "ab"}));
+  EXPECT_EQ(f.metadata["general.file_type"], -5);
+  ASSERT_EQ(f.tensors.size(), kTensors.size());
+  for (size_t i = 0; i < kTensors.size(); ++i) {
+    SCOPED_TRACE(kTensors[i].name);
+    EXPECT_EQ(f.tensors[i].name, kTensors[i].name);
+    EXPECT_EQ(f.tensors[i].dims, kTensors[i].dims);
+    EXPECT_EQ(uint32_t(f.tensors[i].type), kTensors[i].type);
+    ASSERT_EQ(f.tensors[i].data.size(), kTensors[i].bytes);
+    for (std::byte b : f.tensors[i].data) ASSERT_EQ(b, std::byte(i + 1));
+  }
+}
+
+// Refused in one line naming the file; never anything but InputError.
+void expect_refused(const std::vector<std::byte>& bytes, const std::string& says) {
+  try {
+    (void)model::parse_gguf(bytes, "bad.gguf");
+    ADD_FAILURE() << "accepted a file that should say '" << says << "'";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.gguf"), std::string::npos) << what;
+    EXPECT_NE(what.find(says), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(Gguf, RefusesEveryTruncation) {
+  const std::vector<std::byte> bytes = tiny_gguf(kTensors);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    // A cut inside the last tensor's padding still holds every tensor.
+    if (n >= bytes.size() - 28) continue;
+    SCOPED_TRACE("first " + std::to_string(n) + " bytes");
+    EXPECT_THROW((void)model::parse_gguf(std::span(bytes).first(n), "cut.gguf"), InputError);
+  }
+}
+
+// Patches a copy of the good file at the byte where `what` lies.
+std::vector<std::byte> patched(size_t at, const void* value, size_t size) {
+  std::vector<std::byte> bytes = tiny_gguf(kTensors);
+  std::memcpy(bytes.data() + at, value, size);
+  return bytes;
+}
+
+TEST(Gguf, RefusesBadHeadersCountsTypesAndOffsets) {
+  const uint32_t version1 = 1;
+  expect_refused(patched(4, &version1, 4), "version 1");
+  expect_refused(patched(0, "GGML", 4), "magic");
+  const uint64_t huge = uint64_t(1) << 60;
+  expect_refused(patched(8, &huge, 8), "tensor count");
+  expect_refused(patched(16, &huge, 8), "metadata count");
+  // The first metadata key's length: 8 + 4 + 8 + 8 = byte 24.
+  expect_refused(patched(24, &huge, 8), "past the end");
+  // Tensors: the types and offsets follow the metadata; find them by name.
+  const std::vector<std::byte> good = tiny_gguf(kTensors);
+  auto after_name = [&](const std::string& name) {
+    const auto* p = reinterpret_cast<const char*>(good.data());
+    const std::string all(p, good.size());
+    return all.find(name) + name.size();
+  };
+  const size_t q = after_name("blk.0.attn_q.weight");  // n_dims (4), two dims (16), type (4), offset (8)
+  const uint32_t unknown_type = 2, five_dims = 5;       // Q4_0: not read
+  expect_refused(patched(q + 20, &unknown_type, 4), "type 2 is not read");
+  expect_refused(patched(q, &five_dims, 4), "5 dimensions");
+  const uint64_t misaligned = 8, far = 1 << 20;
+  expect_refused(patched(q + 24, &misaligned, 8), "not aligned");
+  expect_refused(patched(q + 24, &far, 8), "past the data");
+  const uint64_t many = uint64_t(1) << 40;  // elements past anything the file holds, without an overflow
+  expect_refused(patched(q + 4, &many, 8), "more elements than the file holds");
+  const uint64_t odd_row = 48;  // a Q8_0 row of 48 is not whole blocks
+  expect_refused(patched(after_name("blk.0.ffn_down.weight") + 4, &odd_row, 8), "whole blocks");
+}
+
+}  // namespace
+}  // namespace kv
