@@ -27,6 +27,11 @@ struct GgufWriter {
     const auto* p = reinterpret_cast<const std::byte*>(s.data());
     out.insert(out.end(), p, p + s.size());
   }
+  // A metadata entry's key and value type; its value follows.
+  void key(const std::string& name, uint32_t type) {
+    text(name);
+    put<uint32_t>(type);
+  }
   void pad(size_t alignment) {
     while (out.size() % alignment) out.push_back(std::byte{0});
   }
@@ -41,31 +46,25 @@ struct TensorSpec {
 
 // Header, metadata (a u32, a string, an f32, a bool, an array of strings, an
 // i64), tensor infos, padding, then each tensor's bytes (value: its index + 1).
-std::vector<std::byte> tiny_gguf(const std::vector<TensorSpec>& tensors, uint32_t version = 3) {
+std::vector<std::byte> tiny_gguf(const std::vector<TensorSpec>& tensors) {
   GgufWriter w;
   w.out = {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}};
-  w.put<uint32_t>(version);
+  w.put<uint32_t>(3);
   w.put<uint64_t>(tensors.size());
   w.put<uint64_t>(6);
-  w.text("llama.block_count");
-  w.put<uint32_t>(4);
+  w.key("llama.block_count", 4);  // u32
   w.put<uint32_t>(2);
-  w.text("general.architecture");
-  w.put<uint32_t>(8);
+  w.key("general.architecture", 8);  // string
   w.text("llama");
-  w.text("llama.rope.freq_base");
-  w.put<uint32_t>(6);
+  w.key("llama.rope.freq_base", 6);  // f32
   w.put<float>(10000.0f);
-  w.text("tokenizer.ggml.add_bos_token");
-  w.put<uint32_t>(7);
+  w.key("tokenizer.ggml.add_bos_token", 7);  // bool
   w.put<uint8_t>(1);
-  w.text("tokenizer.ggml.tokens");
-  w.put<uint32_t>(9);
+  w.key("tokenizer.ggml.tokens", 9);  // an array of strings
   w.put<uint32_t>(8);
   w.put<uint64_t>(3);
   for (const char* t : {"a", "b", "ab"}) w.text(t);
-  w.text("general.file_type");
-  w.put<uint32_t>(11);
+  w.key("general.file_type", 11);  // i64
   w.put<int64_t>(-5);
   uint64_t offset = 0;
   for (const TensorSpec& t : tensors) {
