@@ -4,11 +4,13 @@
 // anything the file claims is allocated.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "error.h"
+#include "model/config.h"
 #include "model/gguf.h"
 
 namespace kv {
@@ -168,6 +170,70 @@ TEST(Gguf, RefusesBadHeadersCountsTypesAndOffsets) {
   expect_refused(patched(q + 4, &many, 8), "more elements than the file holds");
   const uint64_t odd_row = 48;  // a Q8_0 row of 48 is not whole blocks
   expect_refused(patched(after_name("blk.0.ffn_down.weight") + 4, &odd_row, 8), "whole blocks");
+}
+
+// A llama file's metadata as the config.json it stands for: the llama.* keys,
+// the vocabulary from the tokens, tied without output.weight, RoPE on
+// neighbouring channels, YaRN's keys; other architectures, partial RoPE,
+// unknown scalings and Llama 3's frequency tensor refused naming the key.
+TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
+  model::GgufFile f;
+  f.metadata = {{"general.architecture", "llama"},
+                {"llama.embedding_length", 64},
+                {"llama.block_count", 2},
+                {"llama.attention.head_count", 4},
+                {"llama.attention.head_count_kv", 2},
+                {"llama.feed_forward_length", 96},
+                {"llama.context_length", 512},
+                {"llama.attention.layer_norm_rms_epsilon", 1e-5},
+                {"llama.rope.freq_base", 500000.0},
+                {"llama.rope.dimension_count", 16},
+                {"tokenizer.ggml.tokens", nlohmann::json::array({"a", "b", "c"})},
+                {"tokenizer.ggml.bos_token_id", 1},
+                {"tokenizer.ggml.eos_token_id", 2}};
+  model::ModelConfig c = model::gguf_model_config(f, "m.gguf");
+  EXPECT_EQ(c.hidden, 64u);
+  EXPECT_EQ(c.layers, 2u);
+  EXPECT_EQ(c.heads, 4u);
+  EXPECT_EQ(c.kv_heads, 2u);
+  EXPECT_EQ(c.head_dim, 16u);
+  EXPECT_EQ(c.intermediate, 96u);
+  EXPECT_EQ(c.vocab, 3u);
+  EXPECT_EQ(c.max_positions, 512u);
+  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_EQ(c.rope_pairs, model::RopePairs::interleaved);
+  EXPECT_EQ(c.bos_token, 1);
+  EXPECT_NEAR(c.rope_inverse_frequencies[1], 1 / std::pow(500000.0, 2.0 / 16), 1e-7);
+  f.tensors.push_back({"output.weight", {64, 3}, model::GgufType::f16, {}});
+  f.metadata["llama.rope.scaling.type"] = "yarn";
+  f.metadata["llama.rope.scaling.factor"] = 4.0;
+  f.metadata["llama.rope.scaling.original_context_length"] = 128;
+  c = model::gguf_model_config(f, "m.gguf");
+  EXPECT_FALSE(c.tied_embeddings);
+  EXPECT_NEAR(c.rope_attention_factor, 0.1 * std::log(4.0) + 1, 1e-12);
+  auto refused = [&](model::GgufFile bad, const std::string& key) {
+    try {
+      (void)model::gguf_model_config(bad, "m.gguf");
+      ADD_FAILURE() << "accepted without " << key;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  model::GgufFile qwen = f;
+  qwen.metadata["general.architecture"] = "qwen2";
+  refused(qwen, "general.architecture");
+  model::GgufFile partial = f;
+  partial.metadata["llama.rope.dimension_count"] = 8;
+  refused(partial, "llama.rope.dimension_count");
+  model::GgufFile dynamic = f;
+  dynamic.metadata["llama.rope.scaling.type"] = "dynamic";
+  refused(dynamic, "llama.rope.scaling.type");
+  model::GgufFile llama3 = f;
+  llama3.tensors.push_back({"rope_freqs.weight", {8}, model::GgufType::f32, {}});
+  refused(llama3, "rope_freqs.weight");
+  model::GgufFile missing = f;
+  missing.metadata.erase("llama.block_count");
+  refused(missing, "llama.block_count");
 }
 
 }  // namespace

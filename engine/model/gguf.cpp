@@ -4,6 +4,7 @@
 #include <set>
 
 #include "error.h"
+#include "model/config.h"
 
 namespace kv::model {
 namespace {
@@ -162,6 +163,72 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source)
     file.tensors.push_back({e.name, e.dims, e.type, bytes.subspan(size_t(data_start + e.offset), size_t(size))});
   }
   return file;
+}
+
+ModelConfig gguf_model_config(const GgufFile& file, const std::string& source) {
+  const nlohmann::json& m = file.metadata;
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw InputError(source + ": GGUF metadata " + key + ": " + what);
+  };
+  const std::string architecture = m.contains("general.architecture") && m["general.architecture"].is_string()
+                                       ? m["general.architecture"].get<std::string>()
+                                       : "";
+  if (architecture != "llama") fail("general.architecture", "'" + architecture + "' is not read (llama)");
+  // config.json's fields from the llama.* keys, for parse_hf_config to check.
+  nlohmann::json c = {{"architectures", {"LlamaForCausalLM"}}};
+  auto copy = [&](const char* key, const char* field, bool required) {
+    if (m.contains(key)) c[field] = m[key];
+    else if (required) fail(key, "missing");
+  };
+  copy("llama.embedding_length", "hidden_size", true);
+  copy("llama.block_count", "num_hidden_layers", true);
+  copy("llama.attention.head_count", "num_attention_heads", true);
+  copy("llama.attention.head_count_kv", "num_key_value_heads", false);
+  copy("llama.attention.key_length", "head_dim", false);
+  copy("llama.feed_forward_length", "intermediate_size", true);
+  copy("llama.context_length", "max_position_embeddings", true);
+  copy("llama.attention.layer_norm_rms_epsilon", "rms_norm_eps", true);
+  c["rope_theta"] = m.contains("llama.rope.freq_base") ? m["llama.rope.freq_base"] : nlohmann::json(10000.0);
+  if (m.contains("llama.attention.key_length") && m.contains("llama.attention.value_length") &&
+      m["llama.attention.key_length"] != m["llama.attention.value_length"])
+    fail("llama.attention.value_length", "differs from key_length");
+  const nlohmann::json& tokens = m.contains("tokenizer.ggml.tokens") ? m["tokenizer.ggml.tokens"] : nlohmann::json();
+  if (tokens.is_array()) c["vocab_size"] = tokens.size();
+  else copy("llama.vocab_size", "vocab_size", true);
+  const std::string scaling = m.contains("llama.rope.scaling.type") && m["llama.rope.scaling.type"].is_string()
+                                  ? m["llama.rope.scaling.type"].get<std::string>()
+                                  : "none";
+  if (scaling == "linear" || scaling == "yarn") {
+    nlohmann::json rope = {{"rope_type", scaling}};
+    if (!m.contains("llama.rope.scaling.factor")) fail("llama.rope.scaling.factor", "missing");
+    rope["factor"] = m["llama.rope.scaling.factor"];
+    if (m.contains("llama.rope.scaling.original_context_length"))
+      rope["original_max_position_embeddings"] = m["llama.rope.scaling.original_context_length"];
+    c["rope_scaling"] = rope;
+  } else if (scaling != "none") {
+    fail("llama.rope.scaling.type", "'" + scaling + "' is not read (none, linear, yarn)");
+  }
+  bool has_output = false;
+  for (const GgufTensor& t : file.tensors) {
+    has_output = has_output || t.name == "output.weight";
+    // Llama 3's frequency factors travel as a tensor; without them its RoPE would be silently wrong.
+    if (t.name == "rope_freqs.weight")
+      throw InputError(source + ": GGUF tensor rope_freqs.weight (Llama 3's RoPE scaling) is not read yet");
+  }
+  c["tie_word_embeddings"] = !has_output;
+  if (m.contains("tokenizer.ggml.bos_token_id")) c["bos_token_id"] = m["tokenizer.ggml.bos_token_id"];
+  if (m.contains("tokenizer.ggml.eos_token_id")) c["eos_token_id"] = m["tokenizer.ggml.eos_token_id"];
+  std::string text;
+  try {
+    text = c.dump();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(source + ": GGUF metadata holds text that is not UTF-8 where numbers belong");
+  }
+  ModelConfig config = parse_hf_config(text, source + " (its llama metadata as config.json fields)");
+  if (m.contains("llama.rope.dimension_count") && m["llama.rope.dimension_count"] != config.head_dim)
+    fail("llama.rope.dimension_count", "RoPE over part of a head is not supported");
+  config.rope_pairs = RopePairs::interleaved;
+  return config;
 }
 
 }  // namespace kv::model

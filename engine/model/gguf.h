@@ -35,4 +35,13 @@ struct GgufFile {
 // The bytes stay the caller's: the tensors point into them.
 GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source);
 
+// The model a llama-architecture GGUF file describes, as its config.json
+// would (parse_hf_config checks it the same way): the `llama.*` keys, the
+// vocabulary from `tokenizer.ggml.tokens`, the LM head tied where the file has
+// no `output.weight`, RoPE on neighbouring channels (llama.cpp's converter
+// permutes q's and k's rows so), linear and YaRN scaling. Anything else is
+// refused naming the key.
+struct ModelConfig;
+ModelConfig gguf_model_config(const GgufFile& file, const std::string& source);
+
 }  // namespace kv::model
