@@ -84,6 +84,8 @@ grep -q '"prefill": {' "$work/gs.json" && grep -q '"page-size": "8"' "$work/gs.j
   { echo "FAIL: generate --json lacks the selection or its sparse attention"; failures=$((failures + 1)); }
 expect 2 "generate with a method a model run cannot feed" -- "$kvscope" generate --model "$stories/stories260K.bin" --method h2o --budget 8
 expect 2 "generate with a method and no budget" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest
+printf 'GGUF\003\000\000\000' > "$work/cut.gguf"
+expect 2 "generate with a GGUF file cut after its version" -- "$kvscope" generate --model "$work/cut.gguf" --prompt hi
 expect 2 "generate with a budget and no method" -- "$kvscope" generate --model "$stories/stories260K.bin" --prefill-budget 8
 expect 2 "generate with a layer the model lacks" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest --budget 8 --dense-layers 7
 debian5m=$(dirname "$0")/../assets/models/llama-debian-5m

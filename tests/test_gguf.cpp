@@ -12,32 +12,10 @@
 #include "error.h"
 #include "model/config.h"
 #include "model/gguf.h"
+#include "gguf_writer.h"
 
 namespace kv {
 namespace {
-
-// A little-endian GGUF writer, enough for the tests.
-struct GgufWriter {
-  std::vector<std::byte> out;
-  template <typename T>
-  void put(T value) {
-    const auto* p = reinterpret_cast<const std::byte*>(&value);
-    out.insert(out.end(), p, p + sizeof(T));
-  }
-  void text(const std::string& s) {
-    put<uint64_t>(s.size());
-    const auto* p = reinterpret_cast<const std::byte*>(s.data());
-    out.insert(out.end(), p, p + s.size());
-  }
-  // A metadata entry's key and value type; its value follows.
-  void key(const std::string& name, uint32_t type) {
-    text(name);
-    put<uint32_t>(type);
-  }
-  void pad(size_t alignment) {
-    while (out.size() % alignment) out.push_back(std::byte{0});
-  }
-};
 
 struct TensorSpec {
   std::string name;
@@ -49,7 +27,7 @@ struct TensorSpec {
 // Header, metadata (a u32, a string, an f32, a bool, an array of strings, an
 // i64), tensor infos, padding, then each tensor's bytes (value: its index + 1).
 std::vector<std::byte> tiny_gguf(const std::vector<TensorSpec>& tensors) {
-  GgufWriter w;
+  test::GgufWriter w;
   w.out = {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}};
   w.put<uint32_t>(3);
   w.put<uint64_t>(tensors.size());

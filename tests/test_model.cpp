@@ -12,6 +12,7 @@
 #include <set>
 
 #include "capture.h"
+#include "gguf_writer.h"
 #include "error.h"
 #include "methods/table.h"
 #include "model/checkpoint.h"
@@ -216,6 +217,100 @@ std::vector<TinyModel> tiny_models() {
 
 INSTANTIATE_TEST_SUITE_P(Models, TinyModelTest, ::testing::ValuesIn(tiny_models()),
                          [](const ::testing::TestParamInfo<TinyModel>& info) { return info.param.name; });
+
+// A tiny model's weights as llama.cpp's converter writes them to GGUF: the
+// llama.* keys, tensors renamed with their dimensions reversed, and q's and
+// k's rows of each head permuted so that RoPE pairs neighbouring channels.
+std::filesystem::path write_as_gguf(const model::Checkpoint& c, const std::string& name) {
+  const model::ModelConfig& m = c.config();
+  test::GgufWriter w;
+  w.out = {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}};
+  w.put<uint32_t>(3);
+  struct Tensor {
+    std::string name;
+    const model::Weight* weight;
+    uint32_t heads;  // q and k: rows permuted per head; 0 otherwise
+  };
+  std::vector<Tensor> tensors = {{"token_embd.weight", &c.embedding(), 0}, {"output_norm.weight", &c.final_norm(), 0}};
+  if (!c.tied()) tensors.push_back({"output.weight", &c.lm_head(), 0});
+  for (uint32_t l = 0; l < m.layers; ++l) {
+    const model::LayerWeights& lw = c.layers()[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const auto& [suffix, weight, heads] :
+         {std::tuple{"attn_norm.weight", &lw.attention_norm, 0u}, {"attn_q.weight", &lw.wq, m.heads},
+          {"attn_k.weight", &lw.wk, m.kv_heads}, {"attn_v.weight", &lw.wv, 0u}, {"attn_output.weight", &lw.wo, 0u},
+          {"ffn_norm.weight", &lw.mlp_norm, 0u}, {"ffn_gate.weight", &lw.w_gate, 0u}, {"ffn_up.weight", &lw.w_up, 0u},
+          {"ffn_down.weight", &lw.w_down, 0u}})
+      tensors.push_back({p + suffix, weight, heads});
+  }
+  w.put<uint64_t>(tensors.size());
+  w.put<uint64_t>(11);
+  w.key("general.architecture", 8);
+  w.text("llama");
+  for (const auto& [key, value] : {std::pair{"llama.embedding_length", m.hidden}, {"llama.block_count", m.layers},
+                                   {"llama.attention.head_count", m.heads}, {"llama.attention.head_count_kv", m.kv_heads},
+                                   {"llama.attention.key_length", m.head_dim}, {"llama.feed_forward_length", m.intermediate},
+                                   {"llama.context_length", m.max_positions}, {"llama.vocab_size", m.vocab}}) {
+    w.key(key, 4);
+    w.put<uint32_t>(value);
+  }
+  w.key("llama.attention.layer_norm_rms_epsilon", 6);
+  w.put<float>(float(m.rms_eps));
+  w.key("llama.rope.freq_base", 6);
+  w.put<float>(10000.0f);
+  uint64_t offset = 0;
+  std::vector<std::vector<std::byte>> data;
+  for (const Tensor& t : tensors) {
+    const model::Weight& weight = *t.weight;
+    std::vector<std::byte> bytes(weight.data.begin(), weight.data.end());
+    if (t.heads) {  // row h d + j d/2 + i of a head goes to h d + 2 i + j
+      const size_t row = bytes.size() / weight.shape[0], d = m.head_dim;
+      for (uint64_t r = 0; r < weight.shape[0]; ++r) {
+        const uint64_t h = r / d, j = (r % d) / (d / 2), i = r % (d / 2);
+        std::copy_n(weight.data.begin() + long(r * row), row, bytes.begin() + long((h * d + 2 * i + j) * row));
+      }
+    }
+    w.text(t.name);
+    w.put<uint32_t>(uint32_t(weight.shape.size()));
+    for (auto d = weight.shape.rbegin(); d != weight.shape.rend(); ++d) w.put<uint64_t>(*d);
+    w.put<uint32_t>(weight.dtype == DType::f32 ? 0u : weight.dtype == DType::f16 ? 1u : 30u);
+    w.put<uint64_t>(offset);
+    offset += (bytes.size() + 31) / 32 * 32;
+    data.push_back(std::move(bytes));
+  }
+  w.pad(32);
+  for (const std::vector<std::byte>& bytes : data) {
+    w.out.insert(w.out.end(), bytes.begin(), bytes.end());
+    w.pad(32);
+  }
+  const std::filesystem::path path = test::temp_path(name + ".gguf");
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(w.out.data()), std::streamsize(w.out.size()));
+  return path;
+}
+
+// The same model from safetensors and from GGUF: float64 logits equal (the
+// permuted rows with neighbouring RoPE pairs are the same arithmetic), and the
+// GPU holds the GGUF one to float64.
+TEST(GgufModel, GivesTheSafetensorsModelsLogits) {
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    TinyModel m{"gguf_twin"};
+    m.dtype = dtype;
+    m.tied = dtype == DType::f16;
+    const model::Checkpoint original = model::Checkpoint::open(write_tiny_model(m, seed));
+    const model::Checkpoint gguf = model::Checkpoint::open(write_as_gguf(original, std::string("gguf_twin_") + dtype_name(dtype)));
+    EXPECT_EQ(gguf.config().rope_pairs, model::RopePairs::interleaved);
+    EXPECT_EQ(gguf.tied(), m.tied);
+    std::mt19937 rng(seed);
+    std::vector<int32_t> tokens(23);
+    for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+    const auto want = reference::model_logits(original, tokens), got = reference::model_logits(gguf, tokens);
+    for (size_t p = 0; p < want.size(); ++p)
+      for (size_t i = 0; i < want[p].size(); ++i) ASSERT_NEAR(got[p][i], want[p][i], 1e-9 * (1 + std::abs(want[p][i])));
+    expect_matches_reference(gguf, tokens, 8, 2, 4e-3);
+  }
+}
 
 class ModelRunTest : public test::GpuTest {};
 

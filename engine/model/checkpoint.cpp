@@ -11,6 +11,7 @@
 #include "error.h"
 #include "half.h"
 #include "model/files.h"
+#include "model/gguf.h"
 
 namespace kv::model {
 namespace {
@@ -109,6 +110,7 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
     in.seekg(0);
     in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
     if (!in) throw InputError(path.string() + ": cannot read");
+    if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return from_gguf(std::move(bytes), path.string());
     return from_llama2c(std::move(bytes), path.string());
   }
   Checkpoint c;
@@ -199,6 +201,46 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
     w.w_gate = matrix(p + "mlp.gate_proj.weight", m.intermediate, hidden);
     w.w_up = matrix(p + "mlp.up_proj.weight", m.intermediate, hidden);
     w.w_down = matrix(p + "mlp.down_proj.weight", hidden, m.intermediate);
+    c.layers_.push_back(w);
+  }
+  c.check_shapes();
+  return c;
+}
+
+Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string& source) {
+  Checkpoint c;
+  c.source_ = source;
+  c.gguf_ = true;
+  c.owned_ = std::move(bytes);  // the tensors point into it
+  const GgufFile file = parse_gguf(c.owned_, source);
+  c.config_ = gguf_model_config(file, source);
+  std::map<std::string, const GgufTensor*> by_name;
+  for (const GgufTensor& t : file.tensors) by_name[t.name] = &t;
+  auto get = [&](const std::string& name) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) throw InputError(source + ": GGUF tensor " + name + " missing");
+    const GgufTensor& t = *it->second;
+    DType dtype = DType::f32;
+    if (t.type == GgufType::f16) dtype = DType::f16;
+    else if (t.type == GgufType::bf16) dtype = DType::bf16;
+    else if (t.type != GgufType::f32) throw InputError(source + ": GGUF tensor " + name + ": Q8_0 is not read yet (F32, F16, BF16)");
+    return Weight{name, dtype, std::vector<uint64_t>(t.dims.rbegin(), t.dims.rend()), t.data};  // GGUF lists the fastest first
+  };
+  c.embedding_ = get("token_embd.weight");
+  c.final_norm_ = get("output_norm.weight");
+  if (!c.config_.tied_embeddings) c.lm_head_ = get("output.weight");
+  for (uint32_t l = 0; l < c.config_.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights w;
+    w.attention_norm = get(p + "attn_norm.weight");
+    w.wq = get(p + "attn_q.weight");
+    w.wk = get(p + "attn_k.weight");
+    w.wv = get(p + "attn_v.weight");
+    w.wo = get(p + "attn_output.weight");
+    w.mlp_norm = get(p + "ffn_norm.weight");
+    w.w_gate = get(p + "ffn_gate.weight");
+    w.w_up = get(p + "ffn_up.weight");
+    w.w_down = get(p + "ffn_down.weight");
     c.layers_.push_back(w);
   }
   c.check_shapes();

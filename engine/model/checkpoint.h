@@ -39,6 +39,10 @@ class Checkpoint {
   static Checkpoint open(const std::filesystem::path& path);
   // A llama2.c checkpoint from its bytes; `source` names it in errors.
   static Checkpoint from_llama2c(std::vector<std::byte> bytes, const std::string& source);
+  // A llama-architecture GGUF file from its bytes (engine/model/gguf.h): F32,
+  // F16 or BF16 tensors, RoPE on neighbouring channels as llama.cpp's
+  // converter leaves q and k. `open` reads a file starting "GGUF" this way.
+  static Checkpoint from_gguf(std::vector<std::byte> bytes, const std::string& source);
   // The shapes of a Hugging Face config.json (or a directory holding one) with
   // random fp16 matrices that the device draws from `seed`
   // (model/random_weights.h), norms of ones and zero biases: a model to time
@@ -60,6 +64,8 @@ class Checkpoint {
   const std::string& source() const { return source_; }
   // Whether the matrices are random (Checkpoint::random), and their seed.
   bool random() const { return random_; }
+  // Read from a GGUF file (its tokenizer is in its metadata, not beside it).
+  bool gguf() const { return gguf_; }
   uint32_t seed() const { return seed_; }
 
  private:
@@ -72,8 +78,8 @@ class Checkpoint {
   Weight embedding_, final_norm_, lm_head_;
   std::vector<LayerWeights> layers_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
-  std::vector<std::byte> owned_;  // a llama2.c checkpoint's bytes; a random one's norms and biases
-  bool random_ = false;
+  std::vector<std::byte> owned_;  // a llama2.c or GGUF file's bytes; a random one's norms and biases
+  bool random_ = false, gguf_ = false;
   uint32_t seed_ = 0;
 };
 
