@@ -105,9 +105,11 @@ std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const s
                                                        const model::Checkpoint& checkpoint) {
   const uint32_t vocab = checkpoint.config().vocab;
   if (args.has("tokenizer")) return model::open_tokenizer(args.text("tokenizer"), vocab);
-  if (checkpoint.gguf())
-    throw InputError(model_path.string() + ": a GGUF file's own tokenizer is not read yet: give its tokenizer.json",
-                     "tokenizer");
+  if (checkpoint.gguf()) {
+    if (checkpoint.embedded_tokenizer().empty())
+      throw InputError(model_path.string() + ": the GGUF file holds no tokenizer: give its tokenizer.json", "tokenizer");
+    return model::parse_hf_tokenizer(checkpoint.embedded_tokenizer(), model_path.string() + " (its tokenizer)");
+  }
   if (!checkpoint.random()) return model::open_tokenizer(model::default_tokenizer(model_path), vocab);
   std::filesystem::path folder = std::filesystem::is_directory(model_path) ? model_path : model_path.parent_path();
   if (folder.empty()) folder = ".";

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "model/gguf.h"
 #include "model/tokenizer.h"
 
 namespace kv {
@@ -64,6 +65,38 @@ TEST_P(TokenizerGolden, MatchesHuggingFaceIds) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, TokenizerGolden, ::testing::Values("digits_bytelevel", "gpt2", "llama3"));
+
+// A GGUF file's tokenizer (tokenizer.ggml.*) for the gpt2 and llama3
+// variants, as llama.cpp's converter writes it: tokens by id (the added ones
+// as control tokens), merges as "a b", the pre-tokenizer by name. Read back
+// through gguf_tokenizer_json it gives Hugging Face's ids.
+TEST(Tokenizer, GgufMetadataGivesHuggingFacesIds) {
+  const nlohmann::json base = read_json(KVSCOPE_ASSETS "/models/llama-debian-5m/tokenizer.json");
+  const nlohmann::json texts = read_json(KVSCOPE_TESTS "/data/tokenizer_texts.json");
+  for (const auto& [name, pre] : {std::pair{"gpt2", "gpt-2"}, {"llama3", "llama-bpe"}}) {
+    SCOPED_TRACE(name);
+    const nlohmann::json j = variant(base, name);
+    const nlohmann::json golden = read_json(KVSCOPE_TESTS "/data/tokenizer_golden.json")[name];
+    std::vector<std::string> tokens(j["model"]["vocab"].size() + j["added_tokens"].size());
+    std::vector<int32_t> types(tokens.size(), 1);
+    for (const auto& [piece, id] : j["model"]["vocab"].items()) tokens[id.get<size_t>()] = piece;
+    for (const nlohmann::json& t : j["added_tokens"]) {
+      tokens[t["id"].get<size_t>()] = t["content"].get<std::string>();
+      types[t["id"].get<size_t>()] = 3;
+    }
+    nlohmann::json merges = nlohmann::json::array();
+    for (const nlohmann::json& m : j["model"]["merges"])
+      merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+    model::GgufFile f;
+    f.metadata = {{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.pre", pre}, {"tokenizer.ggml.tokens", tokens},
+                  {"tokenizer.ggml.token_type", types}, {"tokenizer.ggml.merges", merges}};
+    const auto tokenizer = model::parse_hf_tokenizer(model::gguf_tokenizer_json(f, "m.gguf"), "m.gguf");
+    for (size_t i = 0; i < texts.size(); ++i)
+      EXPECT_EQ(tokenizer->encode(texts[i].get<std::string>()), golden[i].get<std::vector<int32_t>>()) << "text " << i;
+    f.metadata["tokenizer.ggml.pre"] = "default";
+    EXPECT_THROW((void)model::gguf_tokenizer_json(f, "m.gguf"), InputError);
+  }
+}
 
 TEST(Tokenizer, RefusesWhatItCannotRead) {
   const nlohmann::json base = read_json(KVSCOPE_ASSETS "/models/llama-debian-5m/tokenizer.json");

@@ -214,6 +214,7 @@ Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string
   c.owned_ = std::move(bytes);  // the tensors point into it
   const GgufFile file = parse_gguf(c.owned_, source);
   c.config_ = gguf_model_config(file, source);
+  c.embedded_tokenizer_ = gguf_tokenizer_json(file, source);
   std::map<std::string, const GgufTensor*> by_name;
   for (const GgufTensor& t : file.tensors) by_name[t.name] = &t;
   auto get = [&](const std::string& name) {

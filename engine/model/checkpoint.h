@@ -66,6 +66,8 @@ class Checkpoint {
   bool random() const { return random_; }
   // Read from a GGUF file (its tokenizer is in its metadata, not beside it).
   bool gguf() const { return gguf_; }
+  // A GGUF file's own tokenizer as tokenizer.json text (gguf_tokenizer_json); empty where it has none.
+  const std::string& embedded_tokenizer() const { return embedded_tokenizer_; }
   uint32_t seed() const { return seed_; }
 
  private:
@@ -80,6 +82,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
   std::vector<std::byte> owned_;  // a llama2.c or GGUF file's bytes; a random one's norms and biases
   bool random_ = false, gguf_ = false;
+  std::string embedded_tokenizer_;
   uint32_t seed_ = 0;
 };
 

@@ -231,4 +231,62 @@ ModelConfig gguf_model_config(const GgufFile& file, const std::string& source) {
   return config;
 }
 
+std::string gguf_tokenizer_json(const GgufFile& file, const std::string& source) {
+  const nlohmann::json& m = file.metadata;
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw InputError(source + ": GGUF metadata " + key + ": " + what);
+  };
+  if (!m.contains("tokenizer.ggml.model")) return "";
+  if (m["tokenizer.ggml.model"] != "gpt2") fail("tokenizer.ggml.model", m["tokenizer.ggml.model"].dump() + " is not read (gpt2)");
+  const std::string pre = m.contains("tokenizer.ggml.pre") && m["tokenizer.ggml.pre"].is_string()
+                              ? m["tokenizer.ggml.pre"].get<std::string>()
+                              : "";
+  nlohmann::json pre_tokenizer;
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}};
+  if (pre == "gpt-2") {
+    pre_tokenizer = byte_level;
+    pre_tokenizer["use_regex"] = true;
+  } else if (pre == "llama-bpe") {
+    // Llama 3's split, as its tokenizer.json writes it.
+    static const char* const kLlama3 =
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+        "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    nlohmann::json bytes = byte_level;
+    bytes["use_regex"] = false;
+    pre_tokenizer = {{"type", "Sequence"},
+                     {"pretokenizers",
+                      {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3}}}, {"behavior", "Isolated"}, {"invert", false}},
+                       bytes}}};
+  } else {
+    fail("tokenizer.ggml.pre", "'" + pre + "' is not read (gpt-2, llama-bpe)");
+  }
+  const nlohmann::json& tokens = m.contains("tokenizer.ggml.tokens") ? m["tokenizer.ggml.tokens"] : nlohmann::json();
+  const nlohmann::json& merges = m.contains("tokenizer.ggml.merges") ? m["tokenizer.ggml.merges"] : nlohmann::json();
+  const nlohmann::json& types = m.contains("tokenizer.ggml.token_type") ? m["tokenizer.ggml.token_type"] : nlohmann::json();
+  if (!tokens.is_array()) fail("tokenizer.ggml.tokens", "missing");
+  if (!merges.is_array()) fail("tokenizer.ggml.merges", "missing");
+  if (!types.is_null() && (!types.is_array() || types.size() != tokens.size()))
+    fail("tokenizer.ggml.token_type", "not one type a token");
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    if (!tokens[id].is_string()) fail("tokenizer.ggml.tokens", "a token that is not text");
+    const int64_t type = types.is_null() ? 1 : types[id].is_number_integer() ? types[id].get<int64_t>() : -1;
+    // llama.cpp's token types: 1 normal, 3 control, 4 user-defined, 6 byte.
+    if (type == 3 || type == 4)
+      added.push_back({{"id", id}, {"content", tokens[id]}, {"special", type == 3}});
+    else
+      vocab[tokens[id].get<std::string>()] = id;
+  }
+  const nlohmann::json tokenizer = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"ignore_merges", pre == "llama-bpe"}}},
+                                    {"pre_tokenizer", pre_tokenizer},
+                                    {"decoder", {{"type", "ByteLevel"}}},
+                                    {"added_tokens", added}};
+  try {
+    return tokenizer.dump();
+  } catch (const nlohmann::json::exception&) {
+    fail("tokenizer.ggml.tokens", "a token that is not UTF-8");
+  }
+  return "";
+}
+
 }  // namespace kv::model

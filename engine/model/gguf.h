@@ -44,4 +44,11 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source)
 struct ModelConfig;
 ModelConfig gguf_model_config(const GgufFile& file, const std::string& source);
 
+// The file's own tokenizer (`tokenizer.ggml.*`) as the tokenizer.json it
+// stands for, for parse_hf_tokenizer: byte-level BPE (`tokenizer.ggml.model`
+// gpt2) with GPT-2's (`pre` gpt-2) or Llama 3's (`pre` llama-bpe) split, its
+// control and user-defined tokens as added tokens. Empty where the file has no
+// tokenizer; anything else refused naming the key.
+std::string gguf_tokenizer_json(const GgufFile& file, const std::string& source);
+
 }  // namespace kv::model

@@ -80,6 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (!t.data.empty() && (t.data.data() < reinterpret_cast<const std::byte*>(file.data()) ||
                                   t.data.data() + t.data.size() > reinterpret_cast<const std::byte*>(file.data()) + file.size()))
             __builtin_trap();
+        (void)kv::model::gguf_tokenizer_json(gguf, "model.gguf");
         (void)kv::model::gguf_model_config(gguf, "model.gguf");
         break;
       }
