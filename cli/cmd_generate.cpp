@@ -181,18 +181,25 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   const auto first_token = std::chrono::steady_clock::now();
   Generated g;
   g.prompt_tokens = tokens.size();
-  for (;;) {
-    if (std::find(config.eos_tokens.begin(), config.eos_tokens.end(), next) != config.eos_tokens.end()) break;
-    const std::string piece = tokenizer->decode(previous, next);
+  // Shows a chosen token; false at an end of sequence or the last step.
+  auto emit = [&](int32_t token) {
+    if (std::find(config.eos_tokens.begin(), config.eos_tokens.end(), token) != config.eos_tokens.end()) return false;
+    const std::string piece = tokenizer->decode(previous, token);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     ++g.tokens;
-    g.ids.push_back(next);
+    g.ids.push_back(token);
     g.text += piece;
-    if (g.tokens == a.steps) break;
-    runner.append(std::span(&next, 1));
-    previous = next;
-    next = choose();
+    previous = token;
+    return g.tokens < a.steps;
+  };
+  if (a.temperature == 0) {  // greedy: the GPU passes each choice to the next step
+    if (emit(next)) runner.append_greedy(next, a.steps - 1, emit);
+  } else {
+    while (emit(next)) {
+      runner.append(std::span(&next, 1));
+      next = choose();
+    }
   }
   std::fputc('\n', stdout);
   const auto end = std::chrono::steady_clock::now();

@@ -18,15 +18,17 @@ namespace kv::cli {
 
 const char* const kSpeedHelp =
     "usage: kvscope speed --model PATH [--tokenizer PATH] [--prompt-file F | --length T]\n"
-    "                     [--regime decode|prefill] [--steps N] [--rounds R] [--methods M1,M2]\n"
+    "                     [--regime both|decode|prefill] [--steps N] [--rounds R] [--methods M1,M2]\n"
     "                     [--budgets B1,B2] [--chunk B] [--dense-layers L1,L2] [--kernel-stats] [method options]\n"
     "                     [--json OUT]\n\n"
     "End-to-end speed with each method inside the model, every run in this process on\n"
     "the same prompt (default: the passkey prompt of --length T tokens, default 4096).\n"
-    "  --regime decode    (default) one dense prefill, then for dense and each method\n"
+    "  --regime both      (default) the decode table, then the prefill table\n"
+    "  --regime decode    one dense prefill, then for dense and each method\n"
     "                     and budget the same greedy continuation from the prompt's\n"
     "                     end: one untimed step (it also builds the method's metadata\n"
-    "                     over the prompt), then N timed steps (default 16); ms/token\n"
+    "                     over the prompt), then N timed steps (default 16), each\n"
+    "                     token chosen on the GPU and read there by the next; ms/token\n"
     "  --regime prefill   the prompt in --chunk-token chunks (default 128) with each\n"
     "                     method in every chunk; ms to the first token, then N dense\n"
     "                     steps (untimed) to show the answer\n"
@@ -36,7 +38,8 @@ const char* const kSpeedHelp =
     "ms by part and by stage. --kernel-stats also prints what the driver's compiler\n"
     "reports for each kernel (registers, spills, ...). Defaults: --methods\n"
     "dense,quest,fier --budgets 256,1024,2048 (decode), --methods dense,quoka --budgets\n"
-    "1024,2048 (prefill).\n\n"
+    "1024,2048 (prefill); --methods and --budgets given apply to both regimes. With\n"
+    "both, the JSON holds {\"decode\": ..., \"prefill\": ...}.\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
@@ -45,7 +48,7 @@ struct SpeedArgs {
   std::filesystem::path model;
   std::string prompt_file, json;
   uint32_t length = 4096;
-  model::SpeedConfig config;
+  std::vector<model::SpeedConfig> configs;  // a regime each, decode first
 };
 
 SpeedArgs parse_speed_args(const Args& args) {
@@ -53,14 +56,19 @@ SpeedArgs parse_speed_args(const Args& args) {
   if (args.has("prompt-file") && args.has("length")) throw InputError("speed: give --prompt-file or --length, not both");
   SpeedArgs a;
   a.model = args.required("model");
-  const model::Regime regime = parse_regime(args, model::Regime::decode);
-  if (regime == model::Regime::both) throw InputError("speed: --regime is decode or prefill, not both");
-  a.config.sweep = regime == model::Regime::decode
-                       ? parse_method_sweep(args, regime, "dense,quest,fier", {256, 1024, 2048})
-                       : parse_method_sweep(args, regime, "dense,quoka", {1024, 2048});
-  a.config.steps = args.count("steps", 16, 1, 1u << 16);
-  a.config.rounds = args.count("rounds", 2, 1, 100);
-  a.config.chunk = args.count("chunk", 128, 1, kMaxChunk);
+  const model::Regime regime = parse_regime(args, model::Regime::both);
+  model::SpeedConfig config;
+  config.steps = args.count("steps", 16, 1, 1u << 16);
+  config.rounds = args.count("rounds", 2, 1, 100);
+  config.chunk = args.count("chunk", 128, 1, kMaxChunk);
+  if (regime != model::Regime::prefill) {
+    config.sweep = parse_method_sweep(args, model::Regime::decode, "dense,quest,fier", {256, 1024, 2048});
+    a.configs.push_back(config);
+  }
+  if (regime != model::Regime::decode) {
+    config.sweep = parse_method_sweep(args, model::Regime::prefill, "dense,quoka", {1024, 2048});
+    a.configs.push_back(config);
+  }
   a.length = args.count("length", 4096, 64, 1u << 20);
   a.json = args.text("json", "");
   if (!a.json.empty()) require_output_folder(a.json);
@@ -85,16 +93,16 @@ std::string continuation_text(const model::Tokenizer& tokenizer, int32_t before,
   return text;
 }
 
-void print_speed_table(const SpeedArgs& a, const model::SpeedRun& run, const std::string& device,
-                       const std::vector<std::string>& texts) {
-  const bool decode = a.config.sweep.regime == model::Regime::decode;
+void print_speed_table(const SpeedArgs& a, const model::SpeedConfig& config, const model::SpeedRun& run,
+                       const std::string& device, const std::vector<std::string>& texts) {
+  const bool decode = config.sweep.regime == model::Regime::decode;
   double dense_ms = 0;
   for (const model::SpeedResult& r : run.results)
     if (r.method == "dense") dense_ms = r.median_ms();
   std::printf("speed: %s regime, %s, %u prompt tokens, chunk %u, %u rounds, device %s\n",
-              model::regime_name(a.config.sweep.regime), a.model.string().c_str(), run.prompt_tokens, a.config.chunk,
-              a.config.rounds, device.c_str());
-  if (decode) std::printf("dense prefill %.1f ms, then %u timed steps a run\n", run.prefill_ms, a.config.steps);
+              model::regime_name(config.sweep.regime), a.model.string().c_str(), run.prompt_tokens, config.chunk,
+              config.rounds, device.c_str());
+  if (decode) std::printf("dense prefill %.1f ms, then %u timed steps a run\n", run.prefill_ms, config.steps);
   std::printf("%-12s %7s %12s %24s %8s %7s %7s %10s  %s\n", "method", "budget", decode ? "ms/token" : "ms to 1st",
               "rounds", "speedup", "attn", "select", decode ? "first ms" : "", "continuation");
   for (size_t i = 0; i < run.results.size(); ++i) {
@@ -118,9 +126,9 @@ void print_speed_table(const SpeedArgs& a, const model::SpeedRun& run, const std
   }
 }
 
-nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedRun& run, const std::string& device,
-                          const std::vector<std::string>& texts) {
-  const bool decode = a.config.sweep.regime == model::Regime::decode;
+nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedConfig& config, const model::SpeedRun& run,
+                          const std::string& device, const std::vector<std::string>& texts) {
+  const bool decode = config.sweep.regime == model::Regime::decode;
   nlohmann::json results = nlohmann::json::array();
   for (size_t i = 0; i < run.results.size(); ++i) {
     const model::SpeedResult& r = run.results[i];
@@ -131,10 +139,10 @@ nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedRun& run, const 
     if (decode) j["first_step_ms"] = r.first_step_ms;
     results.push_back(j);
   }
-  const model::MethodSweep& sweep = a.config.sweep;
+  const model::MethodSweep& sweep = config.sweep;
   nlohmann::json j = {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
-                      {"prompt_file", a.prompt_file}, {"prompt_tokens", run.prompt_tokens}, {"steps", a.config.steps},
-                      {"rounds", a.config.rounds}, {"chunk", a.config.chunk}, {"dense_layers", sweep.dense_layers},
+                      {"prompt_file", a.prompt_file}, {"prompt_tokens", run.prompt_tokens}, {"steps", config.steps},
+                      {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
                       {"options", model::method_options_json(sweep.methods, sweep.options)}, {"results", results}};
   if (decode) j["prefill_ms"] = run.prefill_ms;
   return j;
@@ -156,14 +164,24 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   else if (model::is_token_ids(*tokenizer)) prompt = random_prompt(checkpoint.config(), a.length, args.count("seed", 0));
   else prompt = model::prompt_tokens(*tokenizer, checkpoint.config(), model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text);
 
+  const uint64_t positions = uint64_t(prompt.size()) + a.configs.front().steps + 1;
+  if (positions > checkpoint.configured_positions())
+    std::fprintf(stderr, "kvscope: note: %llu positions are past the config's max_position_embeddings of %u: random weights time them all the same\n",
+                 static_cast<unsigned long long>(positions), checkpoint.configured_positions());
   vk::DeviceOptions device_options = global.device;
   device_options.kernel_statistics = args.flag("kernel-stats");
   vk::Device device(device_options);
-  const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, a.config, runs_progress("speed"));
-  std::vector<std::string> texts;
-  for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
-  print_speed_table(a, run, device.info().name, texts);
-  nlohmann::json report = speed_json(a, run, device.info().name, texts);
+  nlohmann::json report;
+  for (const model::SpeedConfig& config : a.configs) {
+    if (&config != &a.configs.front()) std::printf("\n");
+    const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, config, runs_progress("speed"));
+    std::vector<std::string> texts;
+    for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
+    print_speed_table(a, config, run, device.info().name, texts);
+    const nlohmann::json j = speed_json(a, config, run, device.info().name, texts);
+    if (a.configs.size() == 1) report = j;
+    else report[model::regime_name(config.sweep.regime)] = j;
+  }
   if (device.kernel_statistics_enabled()) {
     report["kernels"] = device.kernel_statistics();
     for (const auto& [kernel, statistics] : device.kernel_statistics())

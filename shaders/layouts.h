@@ -324,10 +324,12 @@ KV_PUSH_STRUCT(LoopProbePush, LOOP_PROBE_FIELDS)
 // The model runner's kernels (engine/model/): activations are fp32 rows
 // [n_tokens, width]; weights and the KV cache are in the model's storage type.
 
-// model_embed.comp: x[t] = embedding[token[t]].
+// model_embed.comp: x[t] = embedding[tokens[first_token + t]] (a decode step
+// reads the token the step before chose, where it wrote it).
 #define MODEL_EMBED_FIELDS \
   uint n_tokens; \
-  uint hidden;
+  uint hidden; \
+  uint first_token;
 KV_PUSH_STRUCT(ModelEmbedPush, MODEL_EMBED_FIELDS)
 
 // model_rmsnorm.comp: y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight,
@@ -395,9 +397,11 @@ KV_PUSH_STRUCT(ModelRopePush, MODEL_ROPE_FIELDS)
   uint half_output;
 KV_PUSH_STRUCT(ModelSwigluPush, MODEL_SWIGLU_FIELDS)
 
-// model_argmax.comp: the first index of the largest logit, one workgroup.
+// model_argmax.comp: the first index of the largest logit, into chosen[slot]
+// (the position it follows), one workgroup.
 #define MODEL_ARGMAX_FIELDS \
-  uint n;
+  uint n; \
+  uint slot;
 KV_PUSH_STRUCT(ModelArgmaxPush, MODEL_ARGMAX_FIELDS)
 
 // model_random_fill.comp: element i of a tensor of random weights is

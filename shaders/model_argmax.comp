@@ -8,7 +8,7 @@ const uint WORKGROUP = 256;
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer Logits { float logits[]; };  // [n]
-layout(std430, binding = 1) writeonly buffer Chosen { int chosen[]; };   // [1]
+layout(std430, binding = 1) writeonly buffer Chosen { int chosen[]; };   // [capacity]
 
 layout(push_constant) uniform ModelArgmaxPush { MODEL_ARGMAX_FIELDS } pc;
 
@@ -40,5 +40,5 @@ void main() {
     }
     barrier();
   }
-  if (lane == 0u) chosen[0] = int(best_index[0]);
+  if (lane == 0u) chosen[pc.slot] = int(best_index[0]);
 }

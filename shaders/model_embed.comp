@@ -9,7 +9,7 @@ layout(local_size_x = 256) in;
 #include "load.glsl"
 
 layout(std430, binding = 0) readonly buffer Embedding { uint embedding[]; };  // [vocab, hidden], storage type
-layout(std430, binding = 1) readonly buffer Tokens { int tokens[]; };        // [n_tokens]
+layout(std430, binding = 1) readonly buffer Tokens { int tokens[]; };        // [first_token + n_tokens]
 layout(std430, binding = 2) writeonly buffer Hidden { float x[]; };          // [n_tokens, hidden]
 
 layout(push_constant) uniform ModelEmbedPush { MODEL_EMBED_FIELDS } pc;
@@ -17,6 +17,6 @@ layout(push_constant) uniform ModelEmbedPush { MODEL_EMBED_FIELDS } pc;
 void main() {
   const uint i = gl_GlobalInvocationID.x;
   if (i >= pc.n_tokens * pc.hidden) return;
-  const uint e = uint(tokens[i / pc.hidden]) * pc.hidden + i % pc.hidden;
+  const uint e = uint(tokens[pc.first_token + i / pc.hidden]) * pc.hidden + i % pc.hidden;
   x[i] = element_in_word(embedding[ELEMENT_TYPE == ELEMENT_F32 ? e : e / 2u], e);
 }

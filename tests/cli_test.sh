@@ -102,7 +102,7 @@ grep -q '"perplexity"' "$work/p.json" && [ "$(grep -c '"regime"' "$work/p.json")
 # A method really in the loop changes what the model says: StreamingLLM at 16
 # keys loses the passkey that dense finds.
 expect 0 "speed in decode with dense and streaming" -- "$kvscope" --debug-sync speed --model "$debian5m" --length 300 \
-  --steps 4 --rounds 2 --methods dense,streaming --budgets 16 --json "$work/d.json"
+  --regime decode --steps 4 --rounds 2 --methods dense,streaming --budgets 16 --json "$work/d.json"
 [ "$(grep -c '"ms_per_token"' "$work/d.json")" = 2 ] && grep -q '"continuation": " 61538' "$work/d.json" &&
   [ "$(grep -c '"continuation": " 61538' "$work/d.json")" = 1 ] ||
   { echo "FAIL: speed's decode JSON: two runs, dense answering the passkey and streaming at 16 keys not"; failures=$((failures + 1)); }
@@ -112,7 +112,14 @@ expect 0 "speed in prefill with dense and quoka" -- "$kvscope" --debug-sync spee
   { echo "FAIL: speed's prefill JSON: two runs, both answering the passkey"; failures=$((failures + 1)); }
 expect 2 "speed with a prompt file and a length" -- "$kvscope" speed --model "$debian5m" --prompt-file "$0" --length 300
 expect 2 "speed with no rounds" -- "$kvscope" speed --model "$debian5m" --rounds 0
-expect 2 "speed with an unknown regime" -- "$kvscope" speed --model "$debian5m" --regime both
+expect 2 "speed with an unknown regime" -- "$kvscope" speed --model "$debian5m" --regime sideways
+# Both regimes by default: the decode table, then the prefill one, in one JSON.
+expect 0 "speed in both regimes" -- "$kvscope" speed --model "$debian5m" --length 200 --steps 2 --rounds 1 \
+  --budgets 32 --chunk 64 --json "$work/b.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); d,p=j["decode"],j["prefill"]
+assert [r["method"] for r in d["results"]] == ["dense","quest","fier"] and all("ms_per_token" in r for r in d["results"])
+assert [r["method"] for r in p["results"]] == ["dense","quoka"] and all("time_to_first_token_ms" in r for r in p["results"])' "$work/b.json" ||
+  { echo "FAIL: speed's JSON in both regimes: dense, quest and fier decode, dense and quoka prefill"; failures=$((failures + 1)); }
 expect 2 "speed with a method a model run cannot feed" -- "$kvscope" speed --model "$debian5m" --methods snapkv
 expect 2 "speed with a refused --json" -- "$kvscope" speed --model "$debian5m" --length 300 --json "$work/no/such/dir/d.json"
 expect 2 "ppl scoring more tokens than the text has" -- "$kvscope" ppl --model "$debian5m" --length 100 --scored 200

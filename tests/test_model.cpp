@@ -335,13 +335,14 @@ std::string generate(const model::Checkpoint& checkpoint, const model::Tokenizer
   runner.prefill(tokens);
   std::string text;
   int32_t previous = tokens.back();
-  for (uint32_t s = 0; s < steps; ++s) {
-    const int32_t next = runner.greedy();
-    if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), next) != c.eos_tokens.end()) break;
+  auto show = [&](int32_t next) {
+    if (std::find(c.eos_tokens.begin(), c.eos_tokens.end(), next) != c.eos_tokens.end()) return false;
     text += tokenizer.decode(previous, next);
-    if (s + 1 < steps) runner.append(std::span(&next, 1));
     previous = next;
-  }
+    return true;
+  };
+  const int32_t first = runner.greedy();
+  if (steps > 0 && show(first) && steps > 1) runner.append_greedy(first, steps - 1, show);
   return text;
 }
 
@@ -618,6 +619,57 @@ TEST_F(ModelRunTest, PlanSwitchesKeepEachMethodsMetadataCurrent) {
   EXPECT_EQ(fier_after_rewind, decode(only_fier, all.subspan(prompt, steps)));
 }
 
+// Greedy decoding with the choices kept on the GPU gives what append() and
+// greedy() in a loop give: the same tokens, logits and stages, with a method
+// in the loop; stopped early, the step past the stop is taken back (Quest's
+// pages with it), so that decoding goes on as if it had never run.
+TEST_F(ModelRunTest, AppendGreedyIsAppendAndGreedyInALoop) {
+  TinyModel m{"append_greedy"};
+  m.layers = 2;
+  const uint32_t prompt = 30, steps = 12, stop_after = 5, chunk = 8;
+  const model::Checkpoint checkpoint = model::Checkpoint::open(write_tiny_model(m, test::test_seed()));
+  std::mt19937 rng(test::test_seed());
+  std::vector<int32_t> tokens(prompt);
+  for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+  model::SelectionPlan quest{.decode_method = "quest", .decode_budget = 16, .dense_layers = {0}};
+  quest.options.page_size = 4;
+
+  model::Model looped(test::device(), checkpoint, prompt + steps + 1, chunk);
+  looped.select(quest);
+  looped.prefill(tokens);
+  const int32_t first = looped.greedy();
+  std::vector<int32_t> choices;
+  std::vector<std::vector<float>> logits;
+  for (int32_t next = first; choices.size() < steps; next = choices.back()) {
+    looped.append(std::span(&next, 1));
+    choices.push_back(looped.greedy());
+    logits.push_back(looped.logits());
+  }
+
+  model::Model on_gpu(test::device(), checkpoint, prompt + steps + 1, chunk);
+  on_gpu.select(quest);
+  on_gpu.prefill(tokens);
+  EXPECT_EQ(on_gpu.append_greedy(first, steps), choices);
+  EXPECT_EQ(on_gpu.length(), prompt + steps);
+  EXPECT_EQ(on_gpu.greedy(), choices.back());
+  EXPECT_EQ(on_gpu.logits(), logits.back());
+  std::vector<std::string> looped_stages, gpu_stages;
+  for (const vk::StageTime& t : looped.stage_times()) looped_stages.push_back(t.stage);
+  for (const vk::StageTime& t : on_gpu.stage_times()) gpu_stages.push_back(t.stage);
+  EXPECT_EQ(gpu_stages, looped_stages);
+
+  on_gpu.rewind(prompt);
+  uint32_t seen = 0;
+  const std::vector<int32_t> stopped = on_gpu.append_greedy(first, steps, [&](int32_t) { return ++seen < stop_after; });
+  EXPECT_EQ(stopped, std::vector<int32_t>(choices.begin(), choices.begin() + stop_after));
+  EXPECT_EQ(on_gpu.length(), prompt + stop_after);
+  EXPECT_EQ(on_gpu.greedy(), choices[stop_after - 1]);
+  on_gpu.append(std::span(&choices[stop_after - 1], 1));
+  EXPECT_EQ(on_gpu.logits(), logits[stop_after]);
+  EXPECT_THROW(on_gpu.append_greedy(int32_t(m.vocab), 1), InputError);
+  EXPECT_THROW(on_gpu.append_greedy(first, steps), InputError);  // past the run's positions
+}
+
 // GPU time is told by part where it is recorded, not by its stage's name:
 // TOVA's scoring pass (its stage named attention_scores) and the dense pass
 // that feeds it are selection; attention over its set is attention.
@@ -693,6 +745,10 @@ TEST_F(ModelRunTest, RandomWeightsEqualTheirHostTwinOnDisk) {
     const model::Checkpoint drawn = model::Checkpoint::random(config_dir / "config.json", seed);
     EXPECT_TRUE(drawn.random());
     EXPECT_THROW(reference::model_logits(drawn, std::vector<int32_t>{1, 2}), InputError);
+    // Timed past its config's context: random weights mean nothing at any length.
+    EXPECT_EQ(drawn.configured_positions(), 512u);  // write_tiny_model's max_position_embeddings
+    EXPECT_EQ(drawn.config().max_positions, model::Checkpoint::kRandomWeightPositions);
+    EXPECT_EQ(model::Checkpoint::open(config_dir).configured_positions(), 512u);
 
     // The same checkpoint written out: matrices from the host twin, by key index.
     std::vector<std::vector<std::byte>> storage;
@@ -762,10 +818,14 @@ TEST(ShippedShapes, HaveTheirModelsParameterCounts) {
         total += weight->present() ? weight->count() : 0;
     EXPECT_EQ(total, parameters) << name;
   }
-  // Past their contexts they are refused, as their checkpoints would be.
-  const model::Checkpoint llama2 = model::Checkpoint::random(KVSCOPE_ASSETS "/shapes/llama-2-7b.json", 0);
-  EXPECT_THROW(model::check_sequence_length(llama2.config(), 4097), InputError);
-  EXPECT_NO_THROW(model::check_sequence_length(llama2.config(), 4096));
+  // Past their contexts their checkpoints are refused; random weights, which
+  // mean nothing at any length, are timed there all the same.
+  const model::ModelConfig llama2 = model::read_hf_config(KVSCOPE_ASSETS "/shapes/llama-2-7b.json");
+  EXPECT_THROW(model::check_sequence_length(llama2, 4097), InputError);
+  EXPECT_NO_THROW(model::check_sequence_length(llama2, 4096));
+  const model::Checkpoint llama3 = model::Checkpoint::random(KVSCOPE_ASSETS "/shapes/llama-3-8b.json", 0);
+  EXPECT_EQ(llama3.configured_positions(), 8192u);
+  EXPECT_NO_THROW(model::check_sequence_length(llama3.config(), 131072));
 }
 
 TEST_F(ModelRunTest, SelectionPlanRefusals) {

@@ -80,11 +80,17 @@ TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
   token_buffer.upload_values<int32_t>(tokens);
   vk::Buffer x = poisoned(tokens.size() * hidden * 4);
   model::ModelKernels kernels(test::device(), dtype, false);
-  run([&](vk::Pass& pass) { kernels.embed(pass, table_buffer, token_buffer, x, uint32_t(tokens.size()), hidden); });
-  const std::vector<float> got = x.download_values<float>(tokens.size() * hidden);
-  for (size_t t = 0; t < tokens.size(); ++t)
-    for (uint32_t c = 0; c < hidden; ++c)
-      ASSERT_EQ(got[t * hidden + c], table.values[size_t(tokens[t]) * hidden + c]) << "token " << t << " channel " << c;
+  // From the first token, and from the second on (as a decode step reads the choice it follows).
+  for (uint32_t first : {0u, 1u}) {
+    const uint32_t n = uint32_t(tokens.size()) - first;
+    x.fill(kPoison);
+    run([&](vk::Pass& pass) { kernels.embed(pass, table_buffer, token_buffer, x, n, hidden, first); });
+    const std::vector<float> got = x.download_values<float>(size_t(n) * hidden);
+    for (size_t t = 0; t < n; ++t)
+      for (uint32_t c = 0; c < hidden; ++c)
+        ASSERT_EQ(got[t * hidden + c], table.values[size_t(tokens[first + t]) * hidden + c])
+            << "first " << first << " token " << t << " channel " << c;
+  }
 }
 
 // y[t] (+)= W x[t] (+ bias): one token through model_matvec, a chunk through
@@ -396,11 +402,16 @@ TEST_F(ModelOpsTest, ArgmaxTakesTheFirstLargest) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const uint32_t n = 1000;
   const model::ModelKernels kernels(test::device(), DType::f32, false);
+  // Into a slot of its own, the others untouched.
+  const uint32_t slot = std::uniform_int_distribution<uint32_t>(0, 2)(rng_);
   auto choose = [&](const std::vector<float>& logits) {
     const vk::Buffer logit_buffer = floats(logits);
-    vk::Buffer chosen = poisoned(4);
-    run([&](vk::Pass& pass) { kernels.argmax(pass, logit_buffer, chosen, uint32_t(logits.size())); });
-    return chosen.download_values<int32_t>(1)[0];
+    vk::Buffer chosen = poisoned(3 * 4);
+    run([&](vk::Pass& pass) { kernels.argmax(pass, logit_buffer, chosen, uint32_t(logits.size()), slot); });
+    const std::vector<int32_t> slots = chosen.download_values<int32_t>(3);
+    for (uint32_t i = 0; i < 3; ++i)
+      if (i != slot) EXPECT_EQ(uint32_t(slots[i]), kPoison) << "slot " << i;
+    return slots[slot];
   };
   std::vector<float> logits = gaussian(n);
   const uint32_t low = std::uniform_int_distribution<uint32_t>(1, n / 2)(rng_), high = low + n / 3;

@@ -160,6 +160,8 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
   c.source_ = config_json.string() + " with random weights (seed " + std::to_string(seed) + ")";
   c.random_ = true;
   c.seed_ = seed;
+  c.configured_positions_ = c.config_.max_positions;
+  c.config_.max_positions = std::max(c.config_.max_positions, kRandomWeightPositions);
   const ModelConfig& m = c.config_;
   const uint64_t hidden = m.hidden, q_dim = uint64_t(m.heads) * m.head_dim, kv_dim = uint64_t(m.kv_heads) * m.head_dim;
   // Norms of ones and zero biases, in one fp32 block the weights point into

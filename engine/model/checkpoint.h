@@ -46,8 +46,12 @@ class Checkpoint {
   // The shapes of a Hugging Face config.json (or a directory holding one) with
   // random fp16 matrices that the device draws from `seed`
   // (model/random_weights.h), norms of ones and zero biases: a model to time
-  // at its real size without its weights.
+  // at its real size without its weights. Random weights mean nothing at
+  // any length, so the model takes up to kRandomWeightPositions positions
+  // whatever the config's max_position_embeddings (configured_positions()):
+  // Llama-3-8B timed at 32k as its papers time it.
   static Checkpoint random(const std::filesystem::path& config, uint32_t seed);
+  static constexpr uint32_t kRandomWeightPositions = 1u << 20;
 
   Checkpoint(Checkpoint&&) noexcept;
   Checkpoint& operator=(Checkpoint&&) noexcept;
@@ -64,6 +68,9 @@ class Checkpoint {
   const std::string& source() const { return source_; }
   // Whether the matrices are random (Checkpoint::random), and their seed.
   bool random() const { return random_; }
+  // The context the model was configured with (max_position_embeddings):
+  // config().max_positions but for random weights.
+  uint32_t configured_positions() const { return random_ ? configured_positions_ : config_.max_positions; }
   // Read from a GGUF file (its tokenizer is in its metadata, not beside it).
   bool gguf() const { return gguf_; }
   // A GGUF file's own tokenizer as tokenizer.json text (gguf_tokenizer_json); empty where it has none.
@@ -82,6 +89,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
   std::vector<std::byte> owned_;  // a llama2.c or GGUF file's bytes; a random one's norms and biases
   bool random_ = false, gguf_ = false;
+  uint32_t configured_positions_ = 0;
   std::string embedded_tokenizer_;
   uint32_t seed_ = 0;
 };

@@ -162,6 +162,10 @@ RopeScaling rope_frequencies(const Fields& f, const json& rope, uint32_t head_di
     }
     return {inverse};
   }
+  if (type == "dynamic")  // transformers recomputes its frequencies from each forward pass's length
+    f.fail("rope_parameters.rope_type",
+           "'dynamic' is not supported: its frequencies follow each forward pass's length, so a run's keys would depend on "
+           "how its prompt is chunked (default, linear, llama3, yarn)");
   f.fail("rope_parameters.rope_type", "'" + type + "' is not supported (default, linear, llama3, yarn)");
 }
 

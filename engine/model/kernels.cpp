@@ -73,8 +73,8 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, bool matrix_
 }
 
 void ModelKernels::embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x,
-                         uint32_t n_tokens, uint32_t hidden) const {
-  pass.dispatch(embed_, {&table, &tokens, &x}, layouts::ModelEmbedPush{n_tokens, hidden}, ceil_div(n_tokens * hidden, 256), 1,
+                         uint32_t n_tokens, uint32_t hidden, uint32_t first_token) const {
+  pass.dispatch(embed_, {&table, &tokens, &x}, layouts::ModelEmbedPush{n_tokens, hidden, first_token}, ceil_div(n_tokens * hidden, 256), 1,
                 1, "embed");
 }
 
@@ -159,8 +159,8 @@ void ModelKernels::random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key
                 "random_fill");
 }
 
-void ModelKernels::argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n) const {
-  pass.dispatch(argmax_, {&logits, &chosen}, layouts::ModelArgmaxPush{n}, 1, 1, 1, "argmax");
+void ModelKernels::argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n, uint32_t slot) const {
+  pass.dispatch(argmax_, {&logits, &chosen}, layouts::ModelArgmaxPush{n, slot}, 1, 1, 1, "argmax");
 }
 
 }  // namespace kv::model

@@ -22,9 +22,9 @@ class ModelKernels {
   // matrices), else the scalar tile kernel.
   ModelKernels(const vk::Device& device, DType storage, bool matrix_linear_layers);
 
-  // x[t] = table[tokens[t]], widened to fp32.
+  // x[t] = table[tokens[first_token + t]], widened to fp32.
   void embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x, uint32_t n_tokens,
-             uint32_t hidden) const;
+             uint32_t hidden, uint32_t first_token = 0) const;
   // y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight, for `n_tokens`
   // rows; y in fp16 with half_output (for a linear layer's half_input).
   void rmsnorm(vk::Pass& pass, const vk::Buffer& x, const vk::Buffer& weight, vk::Buffer& y, uint32_t n_tokens,
@@ -61,8 +61,8 @@ class ModelKernels {
               bool half_output = false) const;
   // Every word of `weights` from the random-weight hash of `key` (model_random_fill.comp).
   void random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const;
-  // chosen[0] = the first index of the largest of `n` logits (NaN the least).
-  void argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n) const;
+  // chosen[slot] = the first index of the largest of `n` logits (NaN the least).
+  void argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n, uint32_t slot) const;
 
   bool linear_on_matrices() const { return matmul_matrix_.has_value(); }
 

@@ -132,7 +132,13 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   up_ = vk::Buffer(device, n * c.intermediate * 4);
   if (n > 1 && kernels_.linear_on_matrices()) mlp_half_ = vk::Buffer(device, n * c.intermediate * 2);
   logits_ = vk::Buffer(device, n * c.vocab * 4);
-  chosen_ = vk::Buffer(device, 4, vk::MemoryKind::host_staging);
+  chosen_ = vk::Buffer(device, size_t(capacity_) * 4, vk::MemoryKind::host_staging);
+  time_stages(true);
+}
+
+void Model::time_stages(bool on) {
+  for (auto& pass : passes_)
+    pass = std::make_unique<vk::Pass>(device_, pass_dispatches(config_.layers), on ? vk::Pass::Timing::per_stage : vk::Pass::Timing::whole);
 }
 
 MemoryPlan plan_memory(const ModelConfig& c, DType dtype, uint32_t capacity, uint32_t chunk) {
@@ -196,11 +202,63 @@ void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode 
     throw InputError("the run holds " + std::to_string(capacity_) + " positions; " + std::to_string(length_ + n) + " asked");
   for (int32_t t : tokens)
     if (t < 0 || uint32_t(t) >= c.vocab) throw InputError("token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(c.vocab));
+  vk::Pass& pass = *passes_[0];
+  pass.clear();
   tokens_.upload(std::as_bytes(tokens));
+  record_block(pass, tokens_, 0, n, all_logits, mode);
+  pass.run();
+  length_ += n;
+  add_times(pass);
+}
+
+std::vector<int32_t> Model::append_greedy(int32_t first, uint32_t steps, const std::function<bool(int32_t)>& keep_going) {
+  if (first < 0 || uint32_t(first) >= config_.vocab)
+    throw InputError("token " + std::to_string(first) + " is outside the vocabulary of " + std::to_string(config_.vocab));
+  if (uint64_t(length_) + steps > capacity_)
+    throw InputError("the run holds " + std::to_string(capacity_) + " positions; " + std::to_string(uint64_t(length_) + steps) +
+                     " asked");
+  // Step s reads the token step s - 1 chose on the GPU; the host records and
+  // submits step s + 1 while step s runs, so that it adds no time of its own.
+  std::vector<int32_t> choices;
+  uint32_t running = 0, in_flight = 0;  // passes_[running] holds the oldest step in flight
+  bool stopped = false;
+  auto finish_oldest = [&] {
+    vk::Pass& done = *passes_[running];
+    done.wait();
+    add_times(done);
+    running ^= 1u;
+    --in_flight;
+    const uint32_t position = length_ - in_flight - 1;
+    const int32_t choice = chosen_at(position);
+    if (stopped) return;
+    choices.push_back(choice);
+    if (keep_going && !keep_going(choice)) stopped = true;
+  };
+  for (uint32_t s = 0; s < steps && !stopped; ++s) {
+    vk::Pass& pass = *passes_[running ^ in_flight];
+    pass.clear();
+    if (s == 0) {
+      tokens_.upload(std::as_bytes(std::span(&first, 1)));
+      record_block(pass, tokens_, 0, 1, false, Mode::decode);
+    } else {
+      record_block(pass, chosen_, length_ - 1, 1, false, Mode::decode);
+    }
+    pass.submit();
+    ++length_;
+    if (++in_flight == 2) finish_oldest();
+  }
+  const bool overran = stopped && in_flight > 0;  // a step past the one that said stop: taken back
+  while (in_flight > 0) finish_oldest();
+  if (overran) rewind(length_ - 1);
+  return choices;
+}
+
+void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t first_token, uint32_t n, bool all_logits,
+                         Mode mode) {
+  const ModelConfig& c = config_;
   const uint32_t q_dim = c.heads * c.head_dim, kv_dim = c.kv_heads * c.head_dim;
   const Block block{mode, length_, n};
-  vk::Pass pass(device_, pass_dispatches(c.layers));
-  kernels_.embed(pass, embedding_, tokens_, x_, n, c.hidden);
+  kernels_.embed(pass, embedding_, tokens, x_, n, c.hidden, first_token);
   const float eps = float(c.rms_eps);
   // A linear layer of the block: n_in inputs to n_out outputs.
   // On tensor cores the linear layers take fp16 inputs: RMSNorm and SwiGLU
@@ -257,10 +315,7 @@ void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode 
     kernels_.rmsnorm(pass, x_, final_norm_, normed_, logit_rows_, n - logit_rows_, c.hidden, eps);
     linear(head, normed_, logits_, nullptr, logit_rows_, c.hidden, c.vocab, false, 0, "lm_head");
   }
-  if (logit_rows_ == 1) kernels_.argmax(pass, logits_, chosen_, c.vocab);  // the greedy choice in the same submission
-  pass.run();
-  length_ += n;
-  add_times(pass);
+  if (logit_rows_ == 1) kernels_.argmax(pass, logits_, chosen_, c.vocab, length_ + n - 1);  // the greedy choice in the same submission
 }
 
 void Model::keep_queries(uint32_t layer) {
@@ -292,7 +347,13 @@ int32_t Model::greedy() const {
     const float* last = all.data() + size_t(logit_rows_ - 1) * config_.vocab;
     return int32_t(std::max_element(last, last + config_.vocab) - last);
   }
-  return chosen_.download_values<int32_t>(1)[0];
+  return chosen_at(length_ - 1);
+}
+
+int32_t Model::chosen_at(uint32_t position) const {
+  int32_t choice = 0;
+  chosen_.download(std::as_writable_bytes(std::span(&choice, 1)), VkDeviceSize(position) * 4);
+  return choice;
 }
 
 std::map<std::string, double> Model::ms_by_part() const {

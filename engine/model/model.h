@@ -77,6 +77,19 @@ class Model {
   // The first token of largest logit after the last append, chosen on the GPU
   // in the append's own submission.
   int32_t greedy() const;
+  // Greedy decoding without the host in the loop: appends `first`, then
+  // each step's own choice, `steps` tokens in all (fewer if
+  // `keep_going(choice)` says false), and returns the choices, one a step. Each step's embedding reads
+  // the token the step before chose on the GPU, so the host records and
+  // submits a step while the one before runs: the tokens, logits and times
+  // are those of append() and greedy() in a loop.
+  std::vector<int32_t> append_greedy(int32_t first, uint32_t steps, const std::function<bool(int32_t choice)>& keep_going = {});
+
+  // Whether appends time each stage (the default) or only run: a timestamp
+  // between two dependent dispatches costs GPU time of its own, so a
+  // benchmark times its steps without them and takes the stages from a run
+  // with them. Off, appends add nothing to stage_times().
+  void time_stages(bool on);
 
   // GPU time per stage and part, summed over every append so far. Attention
   // over the cache (dense or sparse) counts as Part::attention; a method's
@@ -101,6 +114,11 @@ class Model {
     vk::Buffer q_norm, k_norm;  // fp32 [d] (Qwen3); empty where there is none
   };
   void append_block(std::span<const int32_t> tokens, bool all_logits, Mode mode);
+  // Records the block of n tokens at length() into `pass`, its tokens read
+  // from tokens[first_token...]; leaves length() as it is.
+  void record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t first_token, uint32_t n, bool all_logits, Mode mode);
+  // The greedy choice after `position`, as the GPU wrote it.
+  int32_t chosen_at(uint32_t position) const;
   // The dispatches a pass of `layers` layers records at most (its timestamp slots).
   static uint32_t pass_dispatches(uint32_t layers);
   // Records layer l's attention of the block; returns the buffer holding its output.
@@ -120,7 +138,11 @@ class Model {
   std::vector<std::unique_ptr<vk::Buffer>> kept_queries_;  // by layer; null where not kept
   Attention attention_, sparse_attention_;
   SelectionRuntime selection_;
-  vk::Buffer tokens_, x_, normed_, q_, k_, v_, queries_, gate_, up_, logits_, chosen_;
+  vk::Buffer tokens_, x_, normed_, q_, k_, v_, queries_, gate_, up_, logits_;
+  vk::Buffer chosen_;  // [capacity]: the greedy choice after each position, host-visible
+  // A step's command buffer and timestamps, reused: two, so that one is
+  // recorded while the other runs (append_greedy).
+  std::unique_ptr<vk::Pass> passes_[2];
   vk::Buffer mlp_half_;  // SwiGLU's output in fp16, for the down projection on tensor cores
   std::vector<vk::StageTime> stage_times_;
 };

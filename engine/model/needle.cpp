@@ -33,16 +33,18 @@ Prompt tokenized(const RetrievalPrompt& p, const Tokenizer& tokenizer, const Mod
 // as many tokens as the expected answer has, or fewer at an end of sequence.
 std::string generate_answer(Model& model, const Tokenizer& tokenizer, const ModelConfig& config, int32_t previous,
                             int32_t first, uint32_t steps) {
+  auto is_end = [&](int32_t t) { return std::find(config.eos_tokens.begin(), config.eos_tokens.end(), t) != config.eos_tokens.end(); };
   std::string text;
-  int32_t next = first;
-  for (uint32_t s = 0; s < steps; ++s) {
-    if (std::find(config.eos_tokens.begin(), config.eos_tokens.end(), next) != config.eos_tokens.end()) break;
-    text += tokenizer.decode(previous, next);
-    if (s + 1 == steps) break;
-    model.append(std::span(&next, 1));
-    previous = next;
-    next = model.greedy();
-  }
+  if (steps == 0 || is_end(first)) return text;
+  text += tokenizer.decode(previous, first);
+  previous = first;
+  if (steps > 1)
+    model.append_greedy(first, steps - 1, [&](int32_t next) {
+      if (is_end(next)) return false;
+      text += tokenizer.decode(previous, next);
+      previous = next;
+      return true;
+    });
   return text;
 }
 

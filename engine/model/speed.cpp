@@ -62,25 +62,37 @@ SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const
     for (size_t i = 0; i < run.results.size(); ++i) {
       SpeedResult& result = run.results[i];
       std::vector<int32_t> chosen;
-      auto step = [&] {
-        model.append(std::span(&chosen.back(), 1));
-        chosen.push_back(model.greedy());
+      // Steps as a generating user runs them: each token chosen on the GPU
+      // and read there by the next step (Model::append_greedy).
+      auto steps = [&](uint32_t count) {
+        const std::vector<int32_t> more = model.append_greedy(chosen.back(), count);
+        chosen.insert(chosen.end(), more.begin(), more.end());
       };
       model.select(result.plan);
-      std::map<std::string, double> before, stages_before = stage_ms(model);
+      std::map<std::string, double> before, stages_before;
       if (decode) {
         model.rewind(prompt_length);
         chosen.push_back(first);
         const Clock::time_point first_step = Clock::now();
-        step();
+        steps(1);
         result.first_step_ms += ms_since(first_step) / c.rounds;
+        // GPU time by stage from the steps with a timestamp after every
+        // dispatch, wall time from the same steps again without them.
         before = model.ms_by_part();
+        stages_before = stage_ms(model);
+        steps(c.steps);
+        model.rewind(prompt_length + 1);
+        model.time_stages(false);
         const Clock::time_point timed = Clock::now();
-        for (uint32_t s = 0; s < c.steps; ++s) step();
+        const std::vector<int32_t> again = model.append_greedy(chosen[1], c.steps);
         result.ms_by_round.push_back(ms_since(timed) / c.steps);
+        model.time_stages(true);
+        if (!std::equal(again.begin(), again.end(), chosen.begin() + 2))
+          throw DeviceError("speed: the same steps chose different tokens when run again");
       } else {
         model.rewind(0);
         before = model.ms_by_part();
+        stages_before = stage_ms(model);
         const Clock::time_point start = Clock::now();
         model.prefill(prompt);
         chosen.push_back(model.greedy());
@@ -90,8 +102,7 @@ SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const
       for (const auto& [part, ms] : model.ms_by_part()) result.gpu_ms[part] += (ms - before.at(part)) / timed_units;
       for (const auto& [stage, ms] : stage_ms(model)) result.stage_ms[stage] += (ms - stages_before[stage]) / timed_units;
       if (round == 0) {
-        if (!decode)
-          for (uint32_t s = 0; s < c.steps; ++s) step();  // the answer, densely
+        if (!decode) steps(c.steps);  // the answer, densely
         result.continuation = chosen;
       }
       if (progress) progress(++done, total);

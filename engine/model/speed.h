@@ -29,8 +29,10 @@ struct SpeedResult {
   std::string method;
   uint32_t budget = 0;  // 0 for dense
   SelectionPlan plan;
-  // One a round. decode: wall ms a step, the token chosen on the GPU and read
-  // back; the first step is left out, as it also brings the method's metadata
+  // One a round. decode: wall ms a step, each token chosen on the GPU and
+  // read there by the next step (Model::append_greedy), no timestamps
+  // between dispatches (gpu_ms and stage_ms come from the same steps run
+  // with them); the first step is left out, as it also brings the method's metadata
   // (Quest's pages, Fier's bits) over the whole prompt, which the papers build
   // during prefill. prefill: wall ms from the prompt to its first token.
   std::vector<double> ms_by_round;

@@ -428,16 +428,29 @@ UniqueCommandBuffer Device::allocate_command_buffer() const {
   return UniqueCommandBuffer(device_, command_pool_.get(), buffer);
 }
 
-void Device::submit_and_wait(VkCommandBuffer command_buffer) const {
+UniqueFence Device::create_fence() const {
   VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  VkFence raw_fence = VK_NULL_HANDLE;
-  KV_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &raw_fence));
-  UniqueFence fence(device_, raw_fence);
+  VkFence fence = VK_NULL_HANDLE;
+  KV_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &fence));
+  return UniqueFence(device_, fence);
+}
+
+void Device::submit(VkCommandBuffer command_buffer, VkFence fence) const {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &command_buffer;
-  KV_VK_CHECK(vkQueueSubmit(queue_, 1, &submit, fence.get()));
-  KV_VK_CHECK(vkWaitForFences(device_, 1, &raw_fence, VK_TRUE, UINT64_MAX));
+  KV_VK_CHECK(vkQueueSubmit(queue_, 1, &submit, fence));
+}
+
+void Device::wait_and_reset(VkFence fence) const {
+  KV_VK_CHECK(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX));
+  KV_VK_CHECK(vkResetFences(device_, 1, &fence));
+}
+
+void Device::submit_and_wait(VkCommandBuffer command_buffer) const {
+  const UniqueFence fence = create_fence();
+  submit(command_buffer, fence.get());
+  wait_and_reset(fence.get());
 }
 
 void Device::submit_and_wait(const std::function<void(VkCommandBuffer)>& record) const {

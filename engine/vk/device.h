@@ -105,6 +105,11 @@ class Device {
   // Records with `record`, submits, and waits for completion.
   void submit_and_wait(const std::function<void(VkCommandBuffer)>& record) const;
   void submit_and_wait(VkCommandBuffer command_buffer) const;
+  // Submits without waiting; `fence` (unsignalled) signals when it is done.
+  UniqueFence create_fence() const;
+  void submit(VkCommandBuffer command_buffer, VkFence fence) const;
+  // Waits for `fence` and unsignals it for the next submit.
+  void wait_and_reset(VkFence fence) const;
 
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
 

@@ -19,6 +19,7 @@ const char* part_name(Part part) {
 Pass::Pass(const Device& device, uint32_t max_dispatches, Timing timing)
     : device_(&device), max_dispatches_(max_dispatches), timing_(timing), timed_(device.timestamp_valid_bits() > 0) {
   command_buffer_ = device.allocate_command_buffer();
+  fence_ = device.create_fence();
   if (timed_) {
     VkQueryPoolCreateInfo info{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -29,11 +30,25 @@ Pass::Pass(const Device& device, uint32_t max_dispatches, Timing timing)
   }
 }
 
+Pass::~Pass() {
+  if (submitted_) {
+    const VkFence fence = fence_.get();
+    vkWaitForFences(device_->handle(), 1, &fence, VK_TRUE, UINT64_MAX);
+  }
+}
+
 void Pass::begin_if_needed() {
   if (ended_) throw DeviceError("Pass: cannot record after the pass has run");
   if (recording_) return;
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   KV_VK_CHECK(vkBeginCommandBuffer(command_buffer_.get(), &begin));
+  // What passes submitted before this one wrote (kernels and transfers) is
+  // what this one reads: submission order alone does not make it visible.
+  VkMemoryBarrier earlier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  earlier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  earlier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(command_buffer_.get(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &earlier, 0, nullptr, 0, nullptr);
   if (timed_) {
     vkCmdResetQueryPool(command_buffer_.get(), queries_.get(), 0, timestamp_slots());
     vkCmdWriteTimestamp(command_buffer_.get(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 0);
@@ -105,6 +120,12 @@ void Pass::barrier_and_timestamp() {
 }
 
 void Pass::run() {
+  submit();
+  wait();
+}
+
+void Pass::submit() {
+  if (submitted_) throw DeviceError("Pass: submitted twice without a wait");
   if (!ended_) {
     begin_if_needed();
     if (timed_ && timing_ == Timing::whole)
@@ -118,13 +139,29 @@ void Pass::run() {
     KV_VK_CHECK(vkEndCommandBuffer(command_buffer_.get()));
     ended_ = true;
   }
-  device_->submit_and_wait(command_buffer_.get());
+  device_->submit(command_buffer_.get(), fence_.get());
+  submitted_ = true;
+}
+
+void Pass::wait() {
+  if (!submitted_) throw DeviceError("Pass: wait without a submit");
+  device_->wait_and_reset(fence_.get());
+  submitted_ = false;
   timestamps_.clear();
   if (!timed_) return;
   timestamps_.resize(timing_ == Timing::per_stage ? dispatch_stages_.size() + 1 : 2);
   KV_VK_CHECK(vkGetQueryPoolResults(device_->handle(), queries_.get(), 0, static_cast<uint32_t>(timestamps_.size()),
                                     timestamps_.size() * sizeof(uint64_t), timestamps_.data(), sizeof(uint64_t),
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+}
+
+void Pass::clear() {
+  if (submitted_) wait();
+  if (recording_ && !ended_) KV_VK_CHECK(vkEndCommandBuffer(command_buffer_.get()));
+  dispatch_stages_.clear();
+  timestamps_.clear();
+  part_ = Part::model;
+  recording_ = ended_ = false;
 }
 
 uint32_t Pass::timestamp_slots() const { return timing_ == Timing::per_stage ? max_dispatches_ + 1 : 2; }

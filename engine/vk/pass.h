@@ -29,7 +29,8 @@ struct StageTime {
 // A recorded sequence of dispatches, each tagged with a stage name and timed
 // with GPU timestamps. Record once, run as often as needed (benchmarks re-run
 // the same commands). Every dispatch is followed by a full compute barrier, so
-// a stage may read what any earlier stage wrote. A dispatch counts toward the
+// a stage may read what any earlier stage wrote, and the pass opens with one,
+// so it may read what an earlier pass wrote, even one still running. A dispatch counts toward the
 // Part of the innermost PartScope alive when it is recorded (Part::model
 // outside any): the code that hands recording to attention or a method knows
 // which it is, whatever the stages are called.
@@ -53,6 +54,10 @@ class Pass {
   enum class Timing { per_stage, whole };
 
   explicit Pass(const Device& device, uint32_t max_dispatches = 256, Timing timing = Timing::per_stage);
+  // Waits for a pass still running: its command buffer is freed with it.
+  ~Pass();
+  Pass(const Pass&) = delete;
+  Pass& operator=(const Pass&) = delete;
 
   void dispatch(const Kernel& kernel, std::initializer_list<const Buffer*> bindings,
                 const void* push, uint32_t groups_x, uint32_t groups_y, uint32_t groups_z,
@@ -68,6 +73,13 @@ class Pass {
 
   // Submits the recorded commands and waits; stage_times() then holds this run's times.
   void run();
+  // run() in two halves, so that the host can record the next pass while this
+  // one runs: submit() returns at once, wait() returns when it is done.
+  void submit();
+  void wait();
+  // Forgets what was recorded (waiting if it still runs), to record anew into
+  // the same command buffer, timestamps and fence: what a model step reuses.
+  void clear();
   // GPU time per (stage name, part) in first-recorded order, summed over the
   // stage's dispatches; empty for Timing::whole.
   std::vector<StageTime> stage_times() const;
@@ -88,6 +100,7 @@ class Pass {
   bool timed_;
   UniqueCommandBuffer command_buffer_;
   UniqueQueryPool queries_;
+  UniqueFence fence_;
   Part part_ = Part::model;
   struct DispatchStage {
     std::string stage;
@@ -97,6 +110,7 @@ class Pass {
   std::vector<uint64_t> timestamps_;
   bool recording_ = false;
   bool ended_ = false;
+  bool submitted_ = false;
 };
 
 }  // namespace kv::vk

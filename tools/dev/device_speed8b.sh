@@ -24,7 +24,7 @@ speed() {  # name, then speed's flags
   local name=$1; shift
   $B/kvscope speed --model $SHAPE --random-weights --length $LENGTH --json $OUT/$name.json "$@" 2>&1 | tail -8
 }
-has decode && speed decode --steps 16 --rounds 2 ${DECODE_FLAGS:-}
+has decode && speed decode --regime decode --steps 16 --rounds 2 ${DECODE_FLAGS:-}
 if has prefill; then
   for chunk in ${CHUNKS:-128 2048}; do
     speed prefill$chunk --regime prefill --chunk $chunk --rounds 1 --steps 1 --methods ${PREFILL_METHODS:-dense,quoka} --budgets 2048
