@@ -1,11 +1,15 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "bundled.h"
 #include "capture.h"
 #include "commands.h"
 #include "validation.h"
@@ -18,17 +22,19 @@
 namespace kv::cli {
 
 const char* const kEvalHelp =
-    "usage: kvscope eval --capture FILE [--layers L1,L2|all] [--methods M1,M2] [--budgets K1,K2]\n"
+    "usage: kvscope eval [--capture FILE] [--layers L1,L2|all] [--methods M1,M2] [--budgets K1,K2]\n"
     "                    (--decode [--probes N] | --prefill [--chunk B] [--chunks N]) [method options]\n"
     "                    [--json OUT] [--csv OUT]\n\n"
     "Sweeps methods x budgets (x layers) on the GPU and prints one row per method\n"
-    "and budget: coverage of dense attention mass, recall against the oracle's set,\n"
+    "and budget (dense once a layer): coverage of dense attention mass, recall against the oracle's set,\n"
     "relative output error (means over heads and blocks), and median GPU time per\n"
     "block of the method's selection stages and of sparse attention over its set.\n"
     "Defaults: --layers all, --methods dense,oracle,quoka,quest,fier,streaming,\n"
     "--budgets 1%,3%,6%,12% (of the capture's length T; a budget is a key count\n"
     "or a percentage), --probes 64, --chunk 128, --chunks 0 (all chunks;\n"
-    "N: the last N). Prefill chunk 0 has no past and is skipped.\n"
+    "N: the last N), --capture the bundled real passkey capture (llama-debian-5m,\n"
+    "assets/real-passkey-4k.safetensors). Prefill chunk 0 has no past and is skipped.\n"
+    "A last line names the method of most coverage at each budget (mean over layers).\n"
     "--json OUT writes docs/cli.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
     "When the capture records a needle (metadata needle_span), a `needle` column gives the\n"
     "fraction of the needle's tokens among the candidates that each method selected.\n";
@@ -104,7 +110,10 @@ void print_eval_table(const vk::Device& device, const Capture& capture, const st
   if (needle) std::printf(", needle tokens [%u, %u)", capture.needle_span()->first, capture.needle_span()->second);
   std::printf("\n%-6s %-10s %7s %9s %8s %10s %s%11s %12s   %s\n", "layer", "method", "budget", "coverage", "recall",
               "out_error", needle ? "  needle " : "", "select_ms", "attention_ms", "stages (median GPU ms per block)");
+  std::set<int> dense_shown;  // dense is the same at every budget: a row a layer
   for (const EvalRow& row : rows) {
+    const bool dense = row.method == "dense";
+    if (dense && !dense_shown.insert(row.layer).second) continue;
     auto [select_ms, attention_ms] = split_timings(row);
     std::string stages;
     for (const vk::StageTime& t : row.timings) {
@@ -116,10 +125,31 @@ void print_eval_table(const vk::Device& device, const Capture& capture, const st
     char needle_text[16] = "";
     if (needle && row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, " %7.4f ", row.needle_recall);
     else if (needle) std::snprintf(needle_text, sizeof needle_text, " %7s ", "-");
-    std::printf("%-6d %-10s %7u %9.4f %8.4f %10.4f %s%11.4f %12.4f   %s\n", row.layer, row.method.c_str(), row.budget,
+    const std::string budget = dense ? "-" : std::to_string(row.budget);
+    std::printf("%-6d %-10s %7s %9.4f %8.4f %10.4f %s%11.4f %12.4f   %s\n", row.layer, row.method.c_str(), budget.c_str(),
                 row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text, select_ms, attention_ms,
                 stages.c_str());
   }
+  // Which method covered most at each budget, its coverage averaged over the
+  // layers (the oracle is the reference, not a contender).
+  std::map<uint32_t, std::map<std::string, std::pair<double, int>>> coverage;  // budget -> method -> (sum, layers)
+  for (const EvalRow& row : rows)
+    if (row.method != "dense" && row.method != "oracle") {
+      auto& [sum, count] = coverage[row.budget][row.method];
+      sum += row.mean.coverage;
+      ++count;
+    }
+  std::string summary;
+  for (const auto& [budget, methods] : coverage) {
+    auto best = std::max_element(methods.begin(), methods.end(), [](const auto& a, const auto& b) {
+      return a.second.first / a.second.second < b.second.first / b.second.second;
+    });
+    char text[96];
+    std::snprintf(text, sizeof text, "%s%u keys: %s %.3f", summary.empty() ? "" : "; ", budget, best->first.c_str(),
+                  best->second.first / best->second.second);
+    summary += text;
+  }
+  if (!summary.empty()) std::printf("most coverage (mean over layers): %s\n", summary.c_str());
 }
 
 std::string eval_csv(const std::vector<EvalRow>& rows) {
@@ -157,7 +187,9 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   if (budget_texts.empty()) throw InputError("eval: --budgets is empty");
   const std::string json_path = args.text("json"), csv_path = args.text("csv");
 
-  Capture capture(args.required("capture"));
+  // The quick start's capture where none is given: the bundled real passkey capture, as the viewer opens.
+  const std::string capture_path = args.text("capture", bundled_asset("real-passkey-4k.safetensors").string());
+  Capture capture(capture_path);
   require_finite(capture, global.allow_nonfinite);
   for (const std::string& b : budget_texts) config.budgets.push_back(parse_budget(b, capture.tokens(), "eval: --budgets"));
   std::vector<const CaptureLayer*> layers;
@@ -176,7 +208,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
     rows.insert(rows.end(), layer_rows.begin(), layer_rows.end());
   }
 
-  print_eval_table(device, capture, args.required("capture"), config.mode, rows);
+  print_eval_table(device, capture, capture_path, config.mode, rows);
   if (!json_path.empty()) {
     nlohmann::json all = nlohmann::json::array();
     for (const EvalRow& row : rows) all.push_back(to_json(row));

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "args.h"
+#include "bundled.h"
 #include "commands.h"
 #include "error.h"
 #include "output_files.h"
@@ -97,7 +98,7 @@ NeedleArgs parse_needle_args(const Args& args) {
   p.samples = args.count("samples", 1, 1, 1000);
   p.seed = args.count("seed", 0);
   if (p.task == model::NeedleTask::kv) {
-    a.haystack_file = args.text("haystack-file", KVSCOPE_DEFAULT_HAYSTACK);
+    a.haystack_file = args.text("haystack-file", bundled_asset("text/licenses.txt").string());
     p.haystack = model::read_text_file(a.haystack_file);
   }
   a.config.sweep = parse_method_sweep(args, parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming",

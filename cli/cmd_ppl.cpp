@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "bundled.h"
 #include "commands.h"
 #include "error.h"
 #include "output_files.h"
@@ -46,7 +47,7 @@ PplArgs parse_ppl_args(const Args& args) {
   a.config.sweep =
       parse_method_sweep(args, parse_regime(args, model::Regime::decode), "dense,quest,fier,streaming", {64, 256, 1024});
   a.config.chunk = args.count("chunk", 128, 1, kMaxChunk);
-  a.text_file = args.text("text-file", KVSCOPE_DEFAULT_HAYSTACK);
+  a.text_file = args.text("text-file", bundled_asset("text/licenses.txt").string());
   a.json = args.text("json", "");
   if (!a.json.empty()) require_output_folder(a.json);
   return a;

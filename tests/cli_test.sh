@@ -45,6 +45,9 @@ expect 2 "info on a missing file" -- "$kvscope" info "$work/none.safetensors"
 expect 0 "eval decode with json and csv" -- "$kvscope" --debug-sync eval --capture "$work/s.safetensors" --decode --probes 2 --budgets 32,64 --json "$work/e.json" --csv "$work/e.csv"
 grep -q '"timings_ms"' "$work/e.json" || { echo "FAIL: eval --json lacks timings_ms"; failures=$((failures + 1)); }
 [ "$(wc -l <"$work/e.csv")" = 25 ] || { echo "FAIL: eval --csv has $(wc -l <"$work/e.csv") lines, expected 25"; failures=$((failures + 1)); }
+# The table a newcomer reads: dense once a layer (two layers), a summary line of the best method at each budget.
+[ "$(grep -c '^[0-9]* *dense ' "$work/out")" = 2 ] && grep -q '^most coverage (mean over layers): 32 keys: .*; 64 keys: ' "$work/out" ||
+  { echo "FAIL: eval's table: dense once a layer and a summary line"; failures=$((failures + 1)); }
 expect 0 "select prefill" -- "$kvscope" --debug-sync select --capture "$work/s.safetensors" --layer 1 --method quoka --budget 32 --prefill --chunk 64 --out "$work/sel.safetensors"
 expect 2 "select with an unknown method" -- "$kvscope" select --capture "$work/s.safetensors" --layer 0 --method nope --budget 8 --decode --out "$work/bad.safetensors"
 [ -e "$work/bad.safetensors" ] && { echo "FAIL: a refused select left a file"; failures=$((failures + 1)); }

@@ -18,7 +18,7 @@ esac
 packages=(cmake g++ make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers nlohmann-json3-dev
           libimgui-dev libglfw3-dev libstb-dev)
 [ $tests = ON ] && packages+=(clang libclang-rt-14-dev vulkan-validationlayers libgtest-dev xvfb xauth
-                              fonts-dejavu-core python3)
+                              fonts-dejavu-core python3 dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

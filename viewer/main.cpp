@@ -17,6 +17,7 @@
 #include <string>
 
 #include "app.h"
+#include "bundled.h"
 #include "error.h"
 #include "methods/table.h"
 #include "renderer.h"
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
       else if (capture_path.empty()) capture_path = a;
       else throw kv::InputError("more than one capture given");
     }
-    if (capture_path.empty()) capture_path = KVSCOPE_DEFAULT_CAPTURE;
+    if (capture_path.empty()) capture_path = kv::bundled_asset("real-passkey-4k.safetensors").string();
     state.complete_before_drawing = !screenshot.empty();
     if (state.chunk < 1 || width < 320 || height < 240)
       throw kv::InputError("--chunk, --width and --height must be positive (window at least 320x240)");
