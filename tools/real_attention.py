@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The real-data tables of docs/real-attention.md, for any model kvscope runs.
 
-  python3 tools/real_attention.py --kvscope build/cli/kvscope --model DIR --out DIR
+  python3 tools/real_attention.py --kvscope build/bin/kvscope --model DIR --out DIR
       [--haystack assets/text/licenses.txt] [--passkey-length 16384]
       [--needle-length 8192] [--text-length 8192] [--probes 16] [--chunks 8]
 

@@ -3,7 +3,7 @@
 and read back by the engine. Needs PyTorch and transformers; the engine checks
 need KVSCOPE_BIN (the directory holding the kvscope binary) and a Vulkan device.
 
-    KVSCOPE_BIN=build/cli python3 -m pytest -q tools/tests
+    KVSCOPE_BIN=build/bin python3 -m pytest -q tools/tests
 """
 import os
 import subprocess
