@@ -195,13 +195,10 @@ void Model::append(std::span<const int32_t> tokens, bool all_logits) {
 }
 
 void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode mode) {
-  const ModelConfig& c = config_;
   const uint32_t n = uint32_t(tokens.size());
   if (n == 0 || n > chunk_) throw InputError("a model step takes 1 to " + std::to_string(chunk_) + " tokens, not " + std::to_string(n));
-  if (uint64_t(length_) + n > capacity_)
-    throw InputError("the run holds " + std::to_string(capacity_) + " positions; " + std::to_string(length_ + n) + " asked");
-  for (int32_t t : tokens)
-    if (t < 0 || uint32_t(t) >= c.vocab) throw InputError("token " + std::to_string(t) + " is outside the vocabulary of " + std::to_string(c.vocab));
+  check_room(n);
+  for (int32_t t : tokens) check_token(t);
   vk::Pass& pass = *passes_[0];
   pass.clear();
   tokens_.upload(std::as_bytes(tokens));
@@ -212,11 +209,8 @@ void Model::append_block(std::span<const int32_t> tokens, bool all_logits, Mode 
 }
 
 std::vector<int32_t> Model::append_greedy(int32_t first, uint32_t steps, const std::function<bool(int32_t)>& keep_going) {
-  if (first < 0 || uint32_t(first) >= config_.vocab)
-    throw InputError("token " + std::to_string(first) + " is outside the vocabulary of " + std::to_string(config_.vocab));
-  if (uint64_t(length_) + steps > capacity_)
-    throw InputError("the run holds " + std::to_string(capacity_) + " positions; " + std::to_string(uint64_t(length_) + steps) +
-                     " asked");
+  check_token(first);
+  check_room(steps);
   // Step s reads the token step s - 1 chose on the GPU; the host records and
   // submits step s + 1 while step s runs, so that it adds no time of its own.
   std::vector<int32_t> choices;
@@ -251,6 +245,16 @@ std::vector<int32_t> Model::append_greedy(int32_t first, uint32_t steps, const s
   while (in_flight > 0) finish_oldest();
   if (overran) rewind(length_ - 1);
   return choices;
+}
+
+void Model::check_room(uint64_t n) const {
+  if (length_ + n > capacity_)
+    throw InputError("the run holds " + std::to_string(capacity_) + " positions; " + std::to_string(length_ + n) + " asked");
+}
+
+void Model::check_token(int32_t token) const {
+  if (token < 0 || uint32_t(token) >= config_.vocab)
+    throw InputError("token " + std::to_string(token) + " is outside the vocabulary of " + std::to_string(config_.vocab));
 }
 
 void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t first_token, uint32_t n, bool all_logits,

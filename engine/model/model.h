@@ -114,6 +114,9 @@ class Model {
     vk::Buffer q_norm, k_norm;  // fp32 [d] (Qwen3); empty where there is none
   };
   void append_block(std::span<const int32_t> tokens, bool all_logits, Mode mode);
+  // InputError where n more positions do not fit the run, or a token is not in the vocabulary.
+  void check_room(uint64_t n) const;
+  void check_token(int32_t token) const;
   // Records the block of n tokens at length() into `pass`, its tokens read
   // from tokens[first_token...]; leaves length() as it is.
   void record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t first_token, uint32_t n, bool all_logits, Mode mode);

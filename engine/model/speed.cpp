@@ -30,16 +30,17 @@ double SpeedResult::median_ms() const {
   return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const std::vector<int32_t>& prompt,
-                   const SpeedConfig& c, const std::function<void(size_t, size_t)>& progress) {
+SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const SpeedConfig& c,
+                   const std::function<void(size_t, size_t)>& progress) {
   if (prompt.empty()) throw InputError("the prompt is empty", "prompt");
   if (c.steps == 0) throw InputError("no step to time", "steps");
   if (c.rounds == 0) throw InputError("no round to time", "rounds");
   if (c.sweep.regime == Regime::both) throw InputError("speed times the decode or the prefill regime, one at a time", "regime");
   check_sweep(c.sweep);
   const uint32_t prompt_length = uint32_t(prompt.size());
-  check_sequence_length(checkpoint.config(), uint64_t(prompt_length) + c.steps + 1);
-  Model model(device, checkpoint, prompt_length + c.steps + 1, c.chunk);
+  if (uint64_t(prompt_length) + c.steps + 1 > model.capacity())
+    throw InputError("the model holds " + std::to_string(model.capacity()) + " positions, not the prompt's " +
+                     std::to_string(prompt_length) + " and " + std::to_string(c.steps + 1) + " steps");
 
   SpeedRun run;
   run.prompt_tokens = prompt_length;

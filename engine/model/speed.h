@@ -12,9 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "model/checkpoint.h"
+#include "model/model.h"
 #include "model/selection_plan.h"
-#include "vk/device.h"
 
 namespace kv::model {
 
@@ -22,7 +21,6 @@ struct SpeedConfig {
   MethodSweep sweep;    // regime decode or prefill
   uint32_t steps = 16;  // decode: steps timed a run, after one that is not; prefill: dense steps after, untimed
   uint32_t rounds = 2;
-  uint32_t chunk = 128;
 };
 
 struct SpeedResult {
@@ -49,7 +47,9 @@ struct SpeedRun {
   std::vector<SpeedResult> results;  // dense first, then method x budget
 };
 
-SpeedRun run_speed(const vk::Device& device, const Checkpoint& checkpoint, const std::vector<int32_t>& prompt,
-                   const SpeedConfig& config, const std::function<void(size_t done, size_t total)>& progress = {});
+// On `model` (its chunk the prefill's), which must hold the prompt plus the
+// steps and one more: one model serves both regimes' sweeps.
+SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const SpeedConfig& config,
+                   const std::function<void(size_t done, size_t total)>& progress = {});
 
 }  // namespace kv::model

@@ -30,10 +30,10 @@ struct StageTime {
 // with GPU timestamps. Record once, run as often as needed (benchmarks re-run
 // the same commands). Every dispatch is followed by a full compute barrier, so
 // a stage may read what any earlier stage wrote, and the pass opens with one,
-// so it may read what an earlier pass wrote, even one still running. A dispatch counts toward the
-// Part of the innermost PartScope alive when it is recorded (Part::model
-// outside any): the code that hands recording to attention or a method knows
-// which it is, whatever the stages are called.
+// so it may read what an earlier pass wrote, even one still running. A
+// dispatch counts toward the Part of the innermost PartScope alive when it is
+// recorded (Part::model outside any): the code that hands recording to
+// attention or a method knows which it is, whatever the stages are called.
 class Pass {
  public:
   class PartScope {

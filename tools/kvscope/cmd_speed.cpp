@@ -47,7 +47,7 @@ namespace {
 struct SpeedArgs {
   std::filesystem::path model;
   std::string prompt_file, json;
-  uint32_t length = 4096;
+  uint32_t length = 4096, chunk = 128;
   std::vector<model::SpeedConfig> configs;  // a regime each, decode first
 };
 
@@ -60,7 +60,6 @@ SpeedArgs parse_speed_args(const Args& args) {
   model::SpeedConfig config;
   config.steps = args.count("steps", 16, 1, 1u << 16);
   config.rounds = args.count("rounds", 2, 1, 100);
-  config.chunk = args.count("chunk", 128, 1, kMaxChunk);
   if (regime != model::Regime::prefill) {
     config.sweep = parse_method_sweep(args, model::Regime::decode, "dense,quest,fier", {256, 1024, 2048});
     a.configs.push_back(config);
@@ -69,6 +68,7 @@ SpeedArgs parse_speed_args(const Args& args) {
     config.sweep = parse_method_sweep(args, model::Regime::prefill, "dense,quoka", {1024, 2048});
     a.configs.push_back(config);
   }
+  a.chunk = args.count("chunk", 128, 1, kMaxChunk);
   a.length = args.count("length", 4096, 64, 1u << 20);
   a.json = args.text("json", "");
   if (!a.json.empty()) require_output_folder(a.json);
@@ -100,7 +100,7 @@ void print_speed_table(const SpeedArgs& a, const model::SpeedConfig& config, con
   for (const model::SpeedResult& r : run.results)
     if (r.method == "dense") dense_ms = r.median_ms();
   std::printf("speed: %s regime, %s, %u prompt tokens, chunk %u, %u rounds, device %s\n",
-              model::regime_name(config.sweep.regime), a.model.string().c_str(), run.prompt_tokens, config.chunk,
+              model::regime_name(config.sweep.regime), a.model.string().c_str(), run.prompt_tokens, a.chunk,
               config.rounds, device.c_str());
   if (decode) std::printf("dense prefill %.1f ms, then %u timed steps a run\n", run.prefill_ms, config.steps);
   std::printf("%-12s %7s %12s %24s %8s %7s %7s %10s  %s\n", "method", "budget", decode ? "ms/token" : "ms to 1st",
@@ -142,7 +142,7 @@ nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedConfig& config, 
   const model::MethodSweep& sweep = config.sweep;
   nlohmann::json j = {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
                       {"prompt_file", a.prompt_file}, {"prompt_tokens", run.prompt_tokens}, {"steps", config.steps},
-                      {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
+                      {"rounds", config.rounds}, {"chunk", a.chunk}, {"dense_layers", sweep.dense_layers},
                       {"options", model::method_options_json(sweep.methods, sweep.options)}, {"results", results}};
   if (decode) j["prefill_ms"] = run.prefill_ms;
   return j;
@@ -164,17 +164,18 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   else if (model::is_token_ids(*tokenizer)) prompt = random_prompt(checkpoint.config(), a.length, args.count("seed", 0));
   else prompt = model::prompt_tokens(*tokenizer, checkpoint.config(), model::passkey_prompt(*tokenizer, a.length, 0.5, 61538).text);
 
-  const uint64_t positions = uint64_t(prompt.size()) + a.configs.front().steps + 1;
-  if (positions > checkpoint.configured_positions())
-    std::fprintf(stderr, "kvscope: note: %llu positions are past the config's max_position_embeddings of %u: random weights time them all the same\n",
-                 static_cast<unsigned long long>(positions), checkpoint.configured_positions());
+  const uint32_t positions = uint32_t(prompt.size()) + a.configs.front().steps + 1;  // every regime's steps alike
+  if (checkpoint.random() && positions > checkpoint.configured_positions())
+    std::fprintf(stderr, "kvscope: note: %u positions are past the config's max_position_embeddings of %u: random weights time them all the same\n",
+                 positions, checkpoint.configured_positions());
   vk::DeviceOptions device_options = global.device;
   device_options.kernel_statistics = args.flag("kernel-stats");
   vk::Device device(device_options);
+  model::Model runner(device, checkpoint, positions, a.chunk);
   nlohmann::json report;
   for (const model::SpeedConfig& config : a.configs) {
     if (&config != &a.configs.front()) std::printf("\n");
-    const model::SpeedRun run = model::run_speed(device, checkpoint, prompt, config, runs_progress("speed"));
+    const model::SpeedRun run = model::run_speed(runner, prompt, config, runs_progress("speed"));
     std::vector<std::string> texts;
     for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
     print_speed_table(a, config, run, device.info().name, texts);
