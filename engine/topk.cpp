@@ -21,6 +21,13 @@ constexpr uint32_t kRowWorkgroup = 512, kLongWorkgroup = 512;  // their TOPK_WOR
 // next slice loaded ahead, 36.3 / 51.6, 26.0 / 38.3 and 29.6 / 52.4.
 constexpr uint32_t kLongWorkgroupsTarget = 128;
 
+// The most entries a long row's gathered list may hold (8 bytes each, twice:
+// as gathered and in index order). A row whose list would need more is read
+// by one workgroup a pass per radix level, as before there was a list in
+// global memory: Fier's top-k at 3% of 128k keys took 107 us a layer that way
+// in the model on the H200 (docs/perf-experiments.md).
+constexpr uint32_t kMaxListEntries = 1u << 16;
+
 // A row's select state packs its gathered keys (at most its scores, which
 // plan_long_row's slices bound by TOPK_MAX_SLICES * TOPK_SLICE) under
 // TOPK_STATE_ARRIVAL, and one TOPK_STATE_ARRIVAL per workgroup (at most one a
@@ -67,7 +74,7 @@ TopK::TopK(const vk::Device& device)
       row_capacity_(row_capacity_for(device)),
       staged_capacity_(staged_capacity_for(device)),
       row_(topk_kernel(device, "topk_row", topk_row_spirv, 2, row_capacity_, kRowWorkgroup)),
-      long_(topk_kernel(device, "topk_long", topk_long_spirv, 5, staged_capacity_, kLongWorkgroup)) {}
+      long_(topk_kernel(device, "topk_long", topk_long_spirv, 6, staged_capacity_, kLongWorkgroup)) {}
 
 bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
   if (buffer.bytes() >= bytes) return false;
@@ -78,14 +85,14 @@ bool TopK::grow(vk::Buffer& buffer, VkDeviceSize bytes) {
 
 void TopK::record(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride, uint32_t k,
                   const vk::Buffer& indices, uint32_t out_stride, const std::string& stage) {
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0, 0, 0}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, 0, 0, 0, 0, 0}, indices, stage);
 }
 
 void TopK::record_pages(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, uint32_t n, uint32_t row_stride,
                         uint32_t k, uint32_t page_size, uint32_t n_tokens, const vk::Buffer& indices,
                         uint32_t out_stride, const std::string& stage) {
   if (page_size == 0) throw std::logic_error("TopK::record_pages: pages of no tokens");
-  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens, 0, 0}, indices, stage);
+  record_rows(pass, scores, rows, {n, k, row_stride, out_stride, 0, page_size, n_tokens, 0, 0, 0}, indices, stage);
 }
 
 void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, layouts::TopKPush push,
@@ -95,17 +102,23 @@ void TopK::record_rows(vk::Pass& pass, const vk::Buffer& scores, uint32_t rows, 
     pass.dispatch(row_, {&scores, &indices}, push, 1, rows, 1, stage);
     return;
   }
-  const LongRowPlan plan = plan_long_row(n, std::min(push.k, n), push.row_stride, staged_capacity_);
+  const LongRowPlan plan = plan_long_row(n, std::min(push.k, n), push.row_stride, std::max(staged_capacity_, kMaxListEntries));
   push.slices = plan.slices;
   push.sample_rank = plan.sample_rank;
   push.sample_reach = plan.sample_reach;
+  // Lists that fit shared memory keep the size they always had; longer ones
+  // get what the plan expects, in steps of 1024.
+  push.list_capacity = std::max(staged_capacity_, ceil_div(plan.list_entries, 1024) * 1024);
   if (grow(select_state_, VkDeviceSize(rows) * TOPK_STATE_WORDS * 4)) select_state_.fill(0);
-  grow(gathered_, VkDeviceSize(rows) * staged_capacity_ * 8);
+  grow(gathered_, VkDeviceSize(rows) * push.list_capacity * 8);
+  if (push.list_capacity > staged_capacity_) grow(ordered_, VkDeviceSize(rows) * push.list_capacity * 8);
+  else grow(ordered_, 8);  // bound, never read
   grow(slice_table_, VkDeviceSize(rows) * std::max<uint32_t>(plan.slices, 1) * 8);
   // The kernel shares a row's slices evenly among its workgroups (workgroup_tiles).
   const uint32_t workgroups =
       plan.slices ? ceil_div(plan.slices, ceil_div(rows * plan.slices, kLongWorkgroupsTarget)) : 1;
-  pass.dispatch(long_, {&scores, &indices, &select_state_, &gathered_, &slice_table_}, push, workgroups, rows, 1, stage);
+  pass.dispatch(long_, {&scores, &indices, &select_state_, &gathered_, &slice_table_, &ordered_}, push, workgroups, rows,
+                1, stage);
 }
 
 LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t capacity) {
@@ -128,8 +141,8 @@ LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t 
   const uint32_t reach = rank + rank / 32;
   const double expected = (reach + 4 * std::sqrt(double(reach))) * n / TOPK_SAMPLE;
   if (n < TOPK_SAMPLE + 8 || slices > TOPK_MAX_SLICES || reach > TOPK_SAMPLE / 2 || expected > capacity)
-    return {0, 0, 0};
-  return {slices, rank, reach};
+    return {0, 0, 0, 0};
+  return {slices, rank, reach, uint32_t(std::ceil(expected))};
 }
 
 }  // namespace kv

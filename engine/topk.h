@@ -10,12 +10,12 @@
 namespace kv {
 
 // How topk_long takes rows of n scores, row_stride apart: `slices` of
-// TOPK_SLICE (0: one workgroup reads a row, a pass per radix level), and the
-// sample rank and reach its threshold is found between (layouts.h). Slices
-// only where the keys at or above the threshold very likely fit `capacity`
-// staged entries.
+// TOPK_SLICE (0: one workgroup reads a row, a pass per radix level), the
+// sample rank and reach its threshold is found between (layouts.h), and the
+// entries a row's gathered list needs. Slices only where the keys at or above
+// the threshold very likely fit `capacity` entries.
 struct LongRowPlan {
-  uint32_t slices, sample_rank, sample_reach;
+  uint32_t slices, sample_rank, sample_reach, list_entries;
 };
 LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t capacity);
 
@@ -25,7 +25,9 @@ LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t 
 // where shared memory is under about 42 KiB) is staged in shared memory by one
 // workgroup (topk_row). A longer one is topk_long's, one dispatch: its
 // workgroups gather the keys at or above a threshold drawn from a sample of
-// the row, and the row's last workgroup selects among them (plan_long_row).
+// the row, and the row's last workgroup selects among them (plan_long_row),
+// in shared memory or, for a k of several thousand, from a list in global
+// memory sized to the k (grown as needed).
 // One TopK may be recorded many times, in one pass or several, as long as
 // their runs do not overlap (passes run one at a time).
 class TopK {
@@ -58,7 +60,7 @@ class TopK {
   // Zeroed when allocated; topk_long leaves it zeroed after every use, so no
   // clearing pass is recorded.
   vk::Buffer select_state_;
-  vk::Buffer gathered_, slice_table_;
+  vk::Buffer gathered_, slice_table_, ordered_;
   std::vector<vk::Buffer> outgrown_;  // kept: passes recorded before a growth still bind them
 };
 

@@ -95,9 +95,10 @@ KV_PUSH_STRUCT(AttentionMergePush, ATTENTION_MERGE_FIELDS)
   uint page_size;   \
   uint n_tokens;    \
   /* topk_long: the keys of the sample its threshold must reach, at least */ \
-  /* and at most */ \
+  /* and at most, and the entries a row's gathered list holds */ \
   uint sample_rank; \
-  uint sample_reach;
+  uint sample_reach; \
+  uint list_capacity;
 KV_PUSH_STRUCT(TopKPush, TOPK_FIELDS)
 // A long row's select state, one uint word per row, zero between uses: the
 // keys its workgroups gathered (at most TOPK_MAX_SLICES * TOPK_SLICE, under

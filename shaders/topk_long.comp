@@ -12,13 +12,15 @@
 // 2. It appends its slices' keys at or above L, with their indices, to the
 //    row's gathered list, at a place taken with an atomic counter (the slice
 //    table says where each slice went), then counts itself in.
-// 3. The last to arrive copies the list to shared memory in index order and
-//    selects among it (select_staged): if at least k keys reach L, T does and
-//    every key the selection takes is in the list. If fewer were gathered, or
-//    more than fit (the sample missed), it reads the row itself a pass per
-//    radix level, as does the one workgroup of a row the engine gives no
-//    slices (a row too long for the slice table, or a k too close to the
-//    capacity); if the keys never fit (heavy ties at T), it writes the
+// 3. The last to arrive copies the list in index order to shared memory, or
+//    where it holds more than fits there (a k of several thousand: Fier's 3%
+//    and 11% of 128k) to the row's ordered list in global memory, and selects
+//    among it (select_staged): if at least k keys reach L, T does and every
+//    key the selection takes is in the list. If fewer were gathered, or more
+//    than the list holds (the sample missed), it reads the row itself a pass
+//    per radix level, as does the one workgroup of a row the engine gives no
+//    slices (a row too long for the slice table, or a k whose list would be
+//    too long); if the keys never fit (heavy ties at T), it writes the
 //    selection in a last pass over the row. It leaves the row's select state
 //    zeroed for the next use.
 //
@@ -33,8 +35,9 @@
 layout(std430, binding = 0) readonly buffer Scores { vec4 scores[]; };    // [rows, row_stride] floats
 layout(std430, binding = 1) writeonly buffer Indices { int indices[]; };  // [rows, out_stride]
 layout(std430, binding = 2) coherent buffer SelectState { uint select_state[]; };  // [rows, TOPK_STATE_WORDS]
-layout(std430, binding = 3) coherent buffer Gathered { uvec2 gathered[]; };  // [rows, ENTRY_CAPACITY]: (key, index)
+layout(std430, binding = 3) coherent buffer Gathered { uvec2 gathered[]; };  // [rows, pc.list_capacity]: (key, index)
 layout(std430, binding = 4) coherent buffer SliceTable { uvec2 slice_table[]; };  // [rows, slices]: (first, count)
+layout(std430, binding = 5) coherent buffer Ordered { uvec2 ordered[]; };    // [rows, pc.list_capacity]: `gathered` in index order
 
 // 512 invocations, two vec4s each a tile: a tile is a slice (TOPK_SLICE).
 #define TOPK_WORKGROUP 512
@@ -44,9 +47,13 @@ layout(std430, binding = 4) coherent buffer SliceTable { uvec2 slice_table[]; };
 // leaves after the other arrays (engine/topk.cpp).
 layout(constant_id = 0) const uint ENTRY_CAPACITY = 4096u;
 shared uvec2 entries[ENTRY_CAPACITY];  // (key, index in the row)
+// The candidates are `entries`, or from ordered_first on `ordered` (a list
+// longer than shared memory holds: read from L2, still far less than the row).
+bool staged_in_shared = true;
+uint ordered_first = 0u;
 #define TOPK_CANDIDATES
-uint candidate_key(uint i) { return entries[i].x; }
-uint candidate_index(uint i) { return entries[i].y; }
+uint candidate_key(uint i) { return staged_in_shared ? entries[i].x : ordered[ordered_first + i].x; }
+uint candidate_index(uint i) { return staged_in_shared ? entries[i].y : ordered[ordered_first + i].y; }
 
 #include "topk_common.glsl"
 
@@ -185,7 +192,7 @@ void gather_slices(uint row, uint row_start, uvec2 vectors, uvec2 slices, Tile t
       uint slot = place + positions[e];
       [[unroll]] for (uint c = 0u; c < 4u; ++c)
         if ((take & (1u << (4u * e + c))) != 0u) {
-          if (slot < ENTRY_CAPACITY) gathered[row * ENTRY_CAPACITY + slot] = uvec2(tile_key(tile, e, c), row_index(row_start, first, e, c));
+          if (slot < pc.list_capacity) gathered[row * pc.list_capacity + slot] = uvec2(tile_key(tile, e, c), row_index(row_start, first, e, c));
           ++slot;
         }
     }
@@ -212,14 +219,15 @@ uint arrive(uint row) {
   return gathered_by_row;
 }
 
-// Copies the `count` gathered keys to `entries` in index order. Each
+// Copies the `count` gathered keys in index order to `entries`, or to the
+// row's `ordered` list where they do not fit (staged_in_shared false). Each
 // invocation issues COPY_BATCH loads before storing any, the first batch
 // before the slice table's scan: a loop of one load at a time paid an L2
 // latency per WORKGROUP entries.
 const uint COPY_BATCH = 8u;
 void load_entries(uint row, uint first, uint count, out uvec2 batch[COPY_BATCH]) {
   [[unroll]] for (uint e = 0u; e < COPY_BATCH; ++e)
-    batch[e] = gathered[row * ENTRY_CAPACITY + min(first + e * WORKGROUP + gl_LocalInvocationIndex, count - 1u)];
+    batch[e] = gathered[row * pc.list_capacity + min(first + e * WORKGROUP + gl_LocalInvocationIndex, count - 1u)];
 }
 void copy_gathered(uint row, uint row_start, uint count) {
   const uint tid = gl_LocalInvocationIndex;
@@ -235,12 +243,16 @@ void copy_gathered(uint row, uint row_start, uint count) {
       const uint i = base + e * WORKGROUP + tid;
       const uvec2 entry = batch[e];
       const uvec2 place = slice_places[((row_start + entry.y) / 4u - row_start / 4u) / (TOPK_SLICE / 4u)];
-      if (i < count) entries[place.y + i - place.x] = entry;
+      if (i < count) {
+        if (staged_in_shared) entries[place.y + i - place.x] = entry;
+        else ordered[ordered_first + place.y + i - place.x] = entry;
+      }
     }
     base += COPY_BATCH * WORKGROUP;
     if (base >= count) break;
     load_entries(row, base, count, batch);
   }
+  memoryBarrierBuffer();
   barrier();
 }
 
@@ -333,14 +345,19 @@ void main() {
     gather_slices(row, row_start, vectors, slices, tile, sample_threshold());
     const uint gathered_count = arrive(row);
     if (gathered_count == ~0u) return;  // another workgroup of the row finishes it
-    if (gathered_count >= pc.k && gathered_count <= ENTRY_CAPACITY) {
+    if (gathered_count >= pc.k && gathered_count <= pc.list_capacity) {
+      staged_in_shared = gathered_count <= ENTRY_CAPACITY;
+      ordered_first = row * pc.list_capacity;
       copy_gathered(row, row_start, gathered_count);
       count = gathered_count;
     }
   }
   write_padding_and_trivial_rows(row);
   Select select = Select(0u, 0u, pc.k);
-  if (count == 0u) count = stream_levels(row_start, vectors, select);
+  if (count == 0u) {
+    staged_in_shared = true;
+    count = stream_levels(row_start, vectors, select);
+  }
   if (count > 0u) {
     select = select_staged(count, select);
     write_staged(row, count, select.prefix, select.remaining);

@@ -56,7 +56,7 @@ expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safet
 expect 0 "bench at two small sizes" -- "$kvscope" --debug-sync bench --lengths 256,512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
 grep -q '"read_gb_per_s"' "$work/b.json" && grep -q '"per_copy_us"' "$work/b.json" ||
   { echo "FAIL: bench --json lacks read_gb_per_s or per_copy_us"; failures=$((failures + 1)); }
-# The shape it timed, for scripts that set it beside other measurements (tools/bench_torch.py).
+# The shape it timed, for scripts that set it beside other measurements (tools/peers/bench_torch.py).
 grep -q '"kv_heads": 2' "$work/b.json" && grep -q '"prefill_budget": 64' "$work/b.json" ||
   { echo "FAIL: bench --json lacks its config"; failures=$((failures + 1)); }
 # Each of the 13 default steps at each of the 2 lengths ran in a process of its own; all rows came back.
@@ -149,9 +149,16 @@ mkdir -p "$shape" && cp "$(dirname "$0")/../assets/models/llama-debian-5m/config
 expect 0 "generate with random weights and token ids" -- "$kvscope" --debug-sync generate --model "$shape/config.json" --random-weights \
   --seed 3 --prompt "5 6 7" --steps 4
 grep -Eq "^( [0-9]+){4}$" "$work/out" || { echo "FAIL: generate with random weights printed no token ids"; failures=$((failures + 1)); }
+# A paper's table in one process: budgets as a share of the prompt, Fier per
+# query head and per KV head, a prefill table per chunk size.
 expect 0 "speed with random weights" -- "$kvscope" speed --model "$shape" --random-weights --length 200 --steps 2 --rounds 1 \
-  --methods dense,quest --budgets 32 --json "$work/r.json"
-[ "$(grep -c '"ms_per_token"' "$work/r.json")" = 2 ] || { echo "FAIL: speed with random weights lacks a run"; failures=$((failures + 1)); }
+  --methods dense,fier --budgets 10% --gqa-agg head,max --chunk 32,64 --json "$work/r.json"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); d,p=j["decode"],j["prefill"]
+assert [(r["method"],r["variant"],r["budget"]) for r in d["results"]] == [("dense","",0),("fier","gqa-agg=head",20),("fier","gqa-agg=max",20)]
+assert [t["chunk"] for t in p] == [32,64] and all(len(t["results"]) == 3 for t in p)' "$work/r.json" ||
+  { echo "FAIL: speed with random weights: Fier per head and per KV head at 10% of 200 keys, prefill tables at chunks 32 and 64"; failures=$((failures + 1)); }
+expect 2 "speed with a percentage over 100" -- "$kvscope" speed --model "$shape" --random-weights --budgets 120%
+expect 2 "needle with a percentage budget" -- "$kvscope" needle --model "$debian5m" --budgets 3%
 expect 2 "needle with random weights and no tokenizer" -- "$kvscope" needle --model "$shape" --random-weights --lengths 256
 expect 2 "generate with random weights and a text prompt" -- "$kvscope" generate --model "$shape" --random-weights --prompt hello
 expect 2 "random weights without a config" -- "$kvscope" generate --model "$work/none.json" --random-weights --prompt "1"

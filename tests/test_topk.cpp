@@ -149,11 +149,13 @@ TEST_F(TopKOutlierTest, OutliersHoldT) {
   }
 }
 
-// A row whose k is too close to the staged capacity for a sample
-// (plan_long_row) is read by one workgroup a pass per radix level, its keys
-// gathered into shared memory once they fit: `top` keys in one level-0 bin
-// above the rest, of which k are taken. Exactly the capacity is gathered;
-// one more is not, and the row is read for another level.
+// k just under the staged capacity: `top` keys in one level-0 bin above the
+// rest, of which k are taken. The keys at or above the sample's threshold
+// number about the staged capacity or more, so they are selected in shared
+// memory or from the row's list in global memory past it; where the plan
+// gives the row no slices, one workgroup reads it a pass per radix level and
+// gathers the keys into shared memory once they fit (exactly the capacity
+// is gathered; one more is not, and the row is read for another level).
 class TopKCapacityTest : public test::GpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
@@ -164,7 +166,6 @@ TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
   for (uint32_t n : {std::max(3 * top, topk.row_capacity() + 1), std::max(3 * top, 65536u)}) {
     SCOPED_TRACE("n " + std::to_string(n));
     TopKInputs inputs(device, {2, n, top - 5, 0}, rng);
-    ASSERT_EQ(plan_long_row(n, inputs.k, inputs.stride, topk.staged_capacity()).slices, 0u);
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     for (uint32_t r = 0; r < inputs.rows; ++r)
       for (uint32_t i = 0; i < inputs.n; ++i)  // [2, 2.3) shares its sign, exponent and next two bits
@@ -227,6 +228,11 @@ TEST(TopKPlan, SlicesWhereTheSampleFits) {
   EXPECT_EQ(plan_long_row(1100000, 100, 1100000, 4765).slices, 0u);
   EXPECT_EQ(plan_long_row(TOPK_SAMPLE + 7, 10, 5000, 4765).slices, 0u);
   EXPECT_EQ(plan_long_row(TOPK_SAMPLE + 8, 10, 5000, 4765).slices, 2u);
+  // Fier at 11% of 128k: a list of about 21k entries, in global memory.
+  const LongRowPlan eleven_percent = plan_long_row(131072, 14410, 131072, 1u << 16);
+  EXPECT_EQ(eleven_percent.slices, 32u);
+  EXPECT_GT(eleven_percent.list_entries, 14410u * 5 / 4);
+  EXPECT_LT(eleven_percent.list_entries, 14410u * 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Boundary, TopKCapacityTest, ::testing::Values(-1, 0, 1),
@@ -241,6 +247,9 @@ INSTANTIATE_TEST_SUITE_P(Sizes, TopKTest,
                                            TopKCase{1, 262144, 8192, 0},  // the largest the issue asks for
                                            TopKCase{1, 1100000, 1000, 0},  // too long for the slice table: one workgroup reads it
                                            TopKCase{2, 70000, 100, 0},
+                                           TopKCase{2, 131072, 3930, 0},   // Fier at 3% of 128k: a list past shared memory
+                                           TopKCase{2, 131072, 14410, 0},  // and at 11%
+                                           TopKCase{3, 32768, 3604, 60},   // 11% of 32k, ties at T in the list
                                            TopKCase{20, 140000, 500, 0},  // 35 slices a row over 6 workgroups: five or six each
                                            TopKCase{3, 70000, 30000, 4},  // ties at T, written from the row
                                            TopKCase{2, 40000, 100, 4},    // ties at the sample's threshold: too many to gather

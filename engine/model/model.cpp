@@ -334,9 +334,12 @@ const vk::Buffer& Model::kept_queries(uint32_t layer) const {
   return *kept_queries_[layer];
 }
 
-void Model::prefill(std::span<const int32_t> tokens, bool all_logits, const std::function<void(uint32_t)>& after_chunk) {
-  for (size_t first = 0; first < tokens.size(); first += chunk_) {
-    const size_t n = std::min<size_t>(chunk_, tokens.size() - first);
+void Model::prefill(std::span<const int32_t> tokens, bool all_logits, const std::function<void(uint32_t)>& after_chunk,
+                    uint32_t chunk) {
+  if (chunk > chunk_) throw InputError("prefill chunks of " + std::to_string(chunk) + " tokens in a model of chunk " + std::to_string(chunk_), "chunk");
+  const size_t step = chunk ? chunk : chunk_;
+  for (size_t first = 0; first < tokens.size(); first += step) {
+    const size_t n = std::min<size_t>(step, tokens.size() - first);
     append_block(tokens.subspan(first, n), all_logits, Mode::prefill);
     if (after_chunk) after_chunk(uint32_t(first + n));
   }

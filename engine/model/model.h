@@ -64,11 +64,11 @@ class Model {
   // logits of the last of them (or of each, with all_logits) are then ready.
   // One token is a decode step, more a prefill chunk (the plan's method for it).
   void append(std::span<const int32_t> tokens, bool all_logits = false);
-  // Appends a prompt of any length in chunks of at most chunk(), each a
-  // prefill chunk (a last chunk of one token too); after each,
-  // `after_chunk(tokens done)` (where the chunk's logits are ready).
+  // Appends a prompt of any length in chunks of `chunk` tokens (0: chunk();
+  // at most chunk()), each a prefill chunk (a last chunk of one token too);
+  // after each, `after_chunk(tokens done)` (where the chunk's logits are ready).
   void prefill(std::span<const int32_t> tokens, bool all_logits = false,
-               const std::function<void(uint32_t done)>& after_chunk = {});
+               const std::function<void(uint32_t done)>& after_chunk = {}, uint32_t chunk = 0);
   // Forgets the positions from `length` on (they are written again by the
   // next append): one prompt's prefill serves many decodes.
   void rewind(uint32_t length);

@@ -60,7 +60,7 @@ RetrievalPrompt needle_prompt(const Tokenizer& tokenizer, const std::string& hay
   auto build = [&](size_t chars) {
     const std::string cut = haystack.substr(0, chars);
     const size_t target = size_t(double(cut.size()) * depth);
-    // The last ". " that ends by the target, as tools/capture_qkv.py places it.
+    // The last ". " that ends by the target, as tools/export/capture_qkv.py places it.
     const size_t stop = depth > 0 && target >= 2 ? cut.rfind(". ", target - 2) : std::string::npos;
     const size_t at = stop != std::string::npos ? stop + 2 : target;
     RetrievalPrompt p;

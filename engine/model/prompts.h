@@ -1,6 +1,6 @@
 #pragma once
 // The retrieval prompts the seed papers test with, in the same text as
-// tools/capture_qkv.py writes them, so that a capture, a needle test and a
+// tools/export/capture_qkv.py writes them, so that a capture, a needle test and a
 // generation see the same words.
 #include <cstdint>
 #include <string>

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "error.h"
+#include "methods/table.h"
 #include "model/model.h"
 
 namespace kv::model {
@@ -18,6 +19,36 @@ std::map<std::string, double> stage_ms(const Model& model) {
   std::map<std::string, double> stages;
   for (const vk::StageTime& t : model.stage_times()) stages[t.stage] += t.milliseconds;
   return stages;
+}
+
+// The runs of one method: a plan for each distinct variant (by the options
+// the method reads) and budget, labelled by the options in which its
+// variants differ.
+std::vector<SpeedResult> method_runs(const SpeedConfig& c, const std::string& method) {
+  std::vector<MethodOptions> variants;
+  std::vector<std::string> seen;
+  for (const MethodOptions& options : c.variants.empty() ? std::vector<MethodOptions>{c.sweep.options} : c.variants) {
+    const std::string key = method_options_json({method}, options).dump();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    variants.push_back(options);
+  }
+  std::vector<SpeedResult> runs;
+  for (const MethodOptions& options : variants) {
+    std::string label;
+    for (const char* flag : find_method(method).options) {
+      const OptionSpec& option = find_option(flag);
+      bool differs = false;
+      for (const MethodOptions& other : variants) differs |= option.text(other) != option.text(options);
+      if (!differs) continue;
+      if (!label.empty()) label += ',';
+      label.append(flag).append("=").append(option.text(options));
+    }
+    MethodSweep sweep = c.sweep;
+    sweep.options = options;
+    for (uint32_t budget : c.sweep.budgets) runs.push_back({method, label, budget, plan_for(sweep, method, budget)});
+  }
+  return runs;
 }
 
 }  // namespace
@@ -45,8 +76,10 @@ SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const Speed
   SpeedRun run;
   run.prompt_tokens = prompt_length;
   if (c.sweep.has_dense()) run.results.push_back({"dense"});
+  if (c.chunk > model.chunk())
+    throw InputError("chunks of " + std::to_string(c.chunk) + " tokens: the model takes at most " + std::to_string(model.chunk()), "chunk");
   for (const std::string& m : c.sweep.selection_methods())
-    for (uint32_t budget : c.sweep.budgets) run.results.push_back({m, budget, plan_for(c.sweep, m, budget)});
+    for (SpeedResult& r : method_runs(c, m)) run.results.push_back(std::move(r));
   const bool decode = c.sweep.regime == Regime::decode;
   const size_t total = (decode ? 1 : 0) + run.results.size() * c.rounds;
   size_t done = 0;
@@ -95,7 +128,7 @@ SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const Speed
         before = model.ms_by_part();
         stages_before = stage_ms(model);
         const Clock::time_point start = Clock::now();
-        model.prefill(prompt);
+        model.prefill(prompt, false, {}, c.chunk);
         chosen.push_back(model.greedy());
         result.ms_by_round.push_back(ms_since(start));
       }

@@ -21,10 +21,17 @@ struct SpeedConfig {
   MethodSweep sweep;    // regime decode or prefill
   uint32_t steps = 16;  // decode: steps timed a run, after one that is not; prefill: dense steps after, untimed
   uint32_t rounds = 2;
+  uint32_t chunk = 0;   // prefill: tokens a chunk, at most the model's chunk (0: the model's)
+  // Method options to run each method with, beside the sweep's budgets (a
+  // method runs once for each variant that differs in an option it reads):
+  // Quest and Fier per query head and per KV head in one table. Empty: the
+  // sweep's options alone.
+  std::vector<MethodOptions> variants;
 };
 
 struct SpeedResult {
   std::string method;
+  std::string variant;  // the options this run's method differs in from its other runs ("gqa-agg=max"); empty if none
   uint32_t budget = 0;  // 0 for dense
   SelectionPlan plan;
   // One a round. decode: wall ms a step, each token chosen on the GPU and

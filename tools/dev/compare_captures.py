@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two captures of the same prompt, tensor by tensor: the largest absolute
 difference and that difference over the tensor's largest value, as JSON
-(kvscope capture against tools/capture_qkv.py, say). Needs safetensors and numpy."""
+(kvscope capture against tools/export/capture_qkv.py, say). Needs safetensors and numpy."""
 import json
 import sys
 

@@ -15,5 +15,5 @@ gpu_suite
 echo "=== kvscope bench"
 $B/kvscope bench --lengths 8192,32768,131072 --budget 2048 --prefill-budget 1024 --chunk 128 --repeat 50 --kernel-stats --json $O/bench.json
 echo "=== torch"
-python3 tools/bench_torch.py --tokens 8192,32768,131072 --kvscope $O/bench.json "$@"
+python3 tools/peers/bench_torch.py --tokens 8192,32768,131072 --kvscope $O/bench.json "$@"
 kill $smi 2>/dev/null

@@ -5,4 +5,4 @@
 set -u
 . "$(dirname "$0")/device_env.sh"
 python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
-KVSCOPE_BIN=$B python3 -m pytest -q -p no:cacheprovider tools/tests "$@"
+KVSCOPE_BIN=$B python3 -m pytest -q -p no:cacheprovider tools/export "$@"

@@ -3,7 +3,7 @@
 # loop"): kvscope needle (passkey and key-value, decode and prefill regimes) and
 # kvscope ppl with llama-debian-27m, then generate's speed with each method
 # and kvscope speed's interleaved runs in both regimes, beside
-# tools/bench_hf.py; everything into $OUT/loop.tgz. LOOP_PARTS picks parts
+# tools/peers/bench_hf.py; everything into $OUT/loop.tgz. LOOP_PARTS picks parts
 # (default "needle ppl speed interleaved").
 set -u
 . tools/dev/device_env.sh
@@ -60,5 +60,5 @@ part interleaved && for L in 4096 16000; do
     --budgets 1024,2048 --json $R/prefill_$L.json > $R/prefill_$L.txt 2>&1
   cat $R/decode_$L.txt $R/prefill_$L.txt
 done
-timeout 150 python3 tools/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $R/bench_hf.jsonl
+timeout 150 python3 tools/peers/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $R/bench_hf.jsonl
 tar -C $R -czf "$OUT/loop.tgz" --exclude='p[0-9]*.txt' .

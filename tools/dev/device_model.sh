@@ -2,7 +2,7 @@
 # The model runner on the GPU machine: the model tests (tensor-core linear
 # layers, methods in the loop), llama-debian-27m's logits against transformers
 # in fp32, 16k passkeys, and `kvscope generate` with methods beside
-# tools/bench_hf.py, into $OUT. The 27m model comes in two halves,
+# tools/peers/bench_hf.py, into $OUT. The 27m model comes in two halves,
 # .m1/part and .m2/part with its json files in .m2/ (tools/dev/README.md).
 set -u
 . tools/dev/device_env.sh
@@ -50,4 +50,4 @@ run streaming1024_16k --prompt-file $P16 --chunk 1024 --method streaming --budge
 run quest256_4k --prompt-file $P4 --chunk 1024 --method quest --budget 256
 run fier256_4k --prompt-file $P4 --chunk 1024 --method fier --budget 256
 echo "=== transformers eager"
-timeout 240 python3 tools/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $OUT/bench_hf.jsonl
+timeout 240 python3 tools/peers/bench_hf.py --model $M --lengths 4096,16000 --new-tokens 64 --repeats 2 --modes eager | tee $OUT/bench_hf.jsonl

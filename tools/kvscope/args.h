@@ -15,6 +15,7 @@ class Args {
   Args(std::string command, std::vector<std::string> argv, std::set<std::string> value_options,
        std::set<std::string> flag_options);
 
+  const std::string& command() const { return command_; }
   bool flag(const std::string& name) const { return flags_.count(name) > 0; }
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   std::string text(const std::string& name, const std::string& fallback = "") const;

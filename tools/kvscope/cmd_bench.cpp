@@ -133,7 +133,7 @@ int time_step_in_own_process(const GlobalOptions& global, const std::vector<std:
 }
 
 // The shape and method parameters the rows were timed at, so that a script
-// comparing them with other measurements (tools/bench_torch.py) can check it
+// comparing them with other measurements (tools/peers/bench_torch.py) can check it
 // compares the same step.
 nlohmann::json config_json(const BenchConfig& config, const std::string& dtype) {
   nlohmann::json json = {{"heads", config.heads},

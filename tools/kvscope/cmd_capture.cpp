@@ -27,7 +27,7 @@ const char* const kCaptureHelp =
     "(docs/capture.md): each layer's queries and keys after RoPE and its values, in\n"
     "the model's dtype, with the token ids and text; passkey and needle prompts also\n"
     "record the needle's token span (needle_span). The prompts are those of\n"
-    "tools/capture_qkv.py: --passkey builds the passkey prompt of about N tokens with\n"
+    "tools/export/capture_qkv.py: --passkey builds the passkey prompt of about N tokens with\n"
     "the key (a 5-digit number from --seed, default 0) at depth D (0..1); --haystack-file\n"
     "puts the sentence --needle into the file's text at depth D, cut to about N tokens,\n"
     "then --question. The prompt starts with the model's BOS where it has one.\n"

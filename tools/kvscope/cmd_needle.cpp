@@ -30,7 +30,7 @@ const char* const kNeedleHelp =
     "depth, --samples prompts (each with its own key, from --seed) are run with\n"
     "every method and budget in the regime asked, the answer generated greedily\n"
     "and scored by exact match of the key.\n"
-    "  --task passkey     the passkey prompt of tools/capture_qkv.py (default)\n"
+    "  --task passkey     the passkey prompt of tools/export/capture_qkv.py (default)\n"
     "  --task kv          \"The special magic number for WORD is NNNNNNN.\" hidden in\n"
     "                     --haystack-file's text (default assets/text/licenses.txt),\n"
     "                     then asked for\n"

@@ -74,14 +74,39 @@ model::Regime parse_regime(const Args& args, model::Regime fallback) {
 }
 
 model::MethodSweep parse_method_sweep(const Args& args, model::Regime regime,
-                                      const std::string& default_methods, const std::vector<uint32_t>& default_budgets) {
+                                      const std::string& default_methods, const std::vector<uint32_t>& default_budgets,
+                                      uint32_t percent_of, std::vector<MethodOptions>* variants) {
   model::MethodSweep sweep;
   sweep.methods = args.texts("methods", default_methods);
-  sweep.budgets = args.has("budgets") ? args.counts("budgets") : default_budgets;
+  sweep.budgets = default_budgets;
+  if (args.has("budgets")) {
+    sweep.budgets.clear();
+    for (const std::string& text : args.texts("budgets", "")) {
+      if (!percent_of && text.find('%') != std::string::npos)
+        throw InputError("key counts here, not '" + text + "'", "budgets");
+      sweep.budgets.push_back(parse_budget(text, percent_of, args.command() + ": --budgets"));
+    }
+  }
   sweep.regime = regime;
   sweep.prefill_budget = args.count("prefill-budget", 0, 1);
   if (args.has("dense-layers")) sweep.dense_layers = args.counts("dense-layers");
-  sweep.options = parse_method_options(args);
+  if (variants) {
+    *variants = {MethodOptions{}};
+    for (const OptionSpec& o : option_table()) {
+      if (!args.has(o.flag)) continue;
+      std::vector<MethodOptions> combined;
+      for (const std::string& value : args.texts(o.flag, ""))
+        for (MethodOptions options : *variants) {
+          o.parse(options, value);
+          combined.push_back(options);
+        }
+      if (combined.empty()) throw InputError("no value given", o.flag);
+      *variants = std::move(combined);
+    }
+    sweep.options = variants->front();
+  } else {
+    sweep.options = parse_method_options(args);
+  }
   model::check_sweep(sweep);  // no method, an unknown or unrunnable one, a missing or zero budget
   return sweep;
 }
@@ -139,7 +164,7 @@ std::string methods_help() {
   const MethodOptions defaults;
   for (const OptionSpec& o : option_table()) {
     std::string values;
-    for (const char* name : o.names) values += (values.empty() ? "" : "|") + std::string(name);
+    for (const char* name : o.names) values.append(values.empty() ? "" : "|").append(name);
     std::string line = "  --" + std::string(o.flag) + " " + (values.empty() ? "N" : values);
     line.resize(std::max<size_t>(line.size() + 1, 31), ' ');
     help += line + o.help + "; default " + o.text(defaults) + "\n";

@@ -27,13 +27,17 @@ std::set<std::string> model_method_options();
 model::SelectionPlan parse_selection_plan(const Args& args, const std::string& command);
 extern const char* const kModelMethodsHelp;
 // The sweeps with a model (needle, ppl, speed): --methods (dense and
-// method names), --budgets (key counts), --regime, --dense-layers, every
-// method option, and --prefill-budget where the command declares it.
+// method names), --budgets (key counts, or percentages of `percent_of`
+// tokens where it is not 0), --regime, --dense-layers, every method option,
+// and --prefill-budget where the command declares it. With `variants`, a
+// method option may list values (--gqa-agg head,max): every combination
+// lands there, the sweep's options the first.
 std::set<std::string> sweep_value_options();
 // --regime, or `fallback`.
 model::Regime parse_regime(const Args& args, model::Regime fallback);
 model::MethodSweep parse_method_sweep(const Args& args, model::Regime regime,
-                                      const std::string& default_methods, const std::vector<uint32_t>& default_budgets);
+                                      const std::string& default_methods, const std::vector<uint32_t>& default_budgets,
+                                      uint32_t percent_of = 0, std::vector<MethodOptions>* variants = nullptr);
 
 // A sweep's progress on stderr, when it is a terminal: "LABEL: D/N runs, S s".
 std::function<void(size_t done, size_t total)> runs_progress(const std::string& label);

@@ -3,7 +3,7 @@
 shapes: the peer of kvscope's prefill chunks and decode steps, timed in the
 same run on the same GPU.
 
-  python3 tools/bench_linear.py --config assets/shapes/llama-3.1-8b.json --tokens 1,128,2048
+  python3 tools/peers/bench_linear.py --config assets/shapes/llama-3.1-8b.json --tokens 1,128,2048
 
 For each token count, the linear layers of every layer as the model runs them
 (q, k, v, o, gate, up, down; the LM head on the last token only, as a decode

@@ -1,8 +1,8 @@
-"""Tests of tools/bench_torch.py's comparison with a kvscope bench report: the
+"""Tests of tools/peers/bench_torch.py's comparison with a kvscope bench report: the
 shape checks, the matching of steps and the ratios. Plain python3 (no PyTorch,
 no GPU): run by ctest as `bench_torch_compare`, or
 
-    python3 tools/tests/test_bench_torch.py
+    python3 tools/peers/test_bench_torch.py
 """
 import json
 import os
@@ -11,7 +11,7 @@ import sys
 import tempfile
 import unittest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TOOLS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS)
 import bench_torch  # noqa: E402
 

@@ -3,10 +3,10 @@
 --json` times kvscope: time to first token and prefill tokens/s for a prompt of
 each length, and decode ms/token over --new-tokens greedy tokens.
 
-  python3 tools/bench_hf.py --model DIR --lengths 4096,16384 [--new-tokens 128] [--modes eager,compiled]
-  python3 tools/bench_hf.py --config assets/shapes/llama-3.1-8b.json --lengths 32768 [--seed 0]
+  python3 tools/peers/bench_hf.py --model DIR --lengths 4096,16384 [--new-tokens 128] [--modes eager,compiled]
+  python3 tools/peers/bench_hf.py --config assets/shapes/llama-3.1-8b.json --lengths 32768 [--seed 0]
 
-The prompt is the passkey filler of tools/capture_qkv.py, cut to each length.
+The prompt is the passkey filler of tools/export/capture_qkv.py, cut to each length.
 With --config the model is built from that config.json with random weights
 (transformers' own initialisation, on the GPU) and the prompt is random token
 ids drawn from --seed: the peer of `kvscope speed --random-weights`, which

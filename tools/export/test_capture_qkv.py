@@ -1,9 +1,9 @@
-"""Tests of tools/capture_qkv.py: tiny randomly initialised models of each family
+"""Tests of tools/export/capture_qkv.py: tiny randomly initialised models of each family
 (built from their config classes, no weights or network), captured, self-checked,
 and read back by the engine. Needs PyTorch and transformers; the engine checks
 need KVSCOPE_BIN (the directory holding the kvscope binary) and a Vulkan device.
 
-    KVSCOPE_BIN=build/bin python3 -m pytest -q tools/tests
+    KVSCOPE_BIN=build/bin python3 -m pytest -q tools/export
 """
 import os
 import subprocess
@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import capture_qkv  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -147,7 +147,7 @@ def test_needle_prompt_over_a_haystack():
 
 def test_command_line_refuses_bad_input_with_one_line(tmp_path):
     out = tmp_path / "x.safetensors"
-    result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "capture_qkv.py"),
+    result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "capture_qkv.py"),
                              "--model", str(tmp_path / "no-such-model"), "--out", str(out), "--prompt", "hi"],
                             capture_output=True, text=True)
     assert result.returncode == 2
@@ -161,7 +161,7 @@ def test_command_line_on_a_local_safetensors_checkpoint(tmp_path):
     word_tokenizer().save_pretrained(checkpoint)
     assert any(p.suffix == ".safetensors" for p in checkpoint.iterdir())
     out = tmp_path / "passkey.safetensors"
-    result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "..", "capture_qkv.py"),
+    result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "capture_qkv.py"),
                              "--model", str(checkpoint), "--out", str(out), "--layers", "0,2", "--passkey",
                              "--length", "400", "--depth", "0.5", "--device", DEVICE],
                             capture_output=True, text=True)

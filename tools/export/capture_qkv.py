@@ -17,7 +17,7 @@ end exclusive), which `kvscope eval` reports as needle recall.
 Models: a Hugging Face id (needs the hub or its cache), a local directory with
 config.json and safetensors weights, or a GGUF file (--gguf-file, needs the
 `gguf` package). Llama, Mistral, Qwen2/Qwen3, SmolLM and Gemma families are
-tested (tools/tests/test_capture_qkv.py).
+tested (tools/export/test_capture_qkv.py).
 """
 import argparse
 import json
@@ -311,7 +311,7 @@ def main(argv=None):
         model = load_model(args.model, args.gguf_file, args.dtype, args.device)
         layers = parse_layers(args.layers, model.config.num_hidden_layers)
         input_ids = torch.tensor(ids, dtype=torch.long)
-        source = "python3 tools/capture_qkv.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+        source = "python3 tools/export/capture_qkv.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
         tensors, metadata, errors = capture(model, input_ids, layers, token_texts_of(tokenizer, ids), args.model,
                                             source, span)
         write_capture(args.out, tensors, metadata)

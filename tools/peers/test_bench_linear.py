@@ -1,19 +1,19 @@
-"""Tests of tools/bench_linear.py's shapes: each linear layer of a config as
+"""Tests of tools/peers/bench_linear.py's shapes: each linear layer of a config as
 kvscope's forward pass runs it, and their FLOPs. Plain python3 (no PyTorch,
 no GPU): run by ctest as `bench_linear_shapes`, or
 
-    python3 tools/tests/test_bench_linear.py
+    python3 tools/peers/test_bench_linear.py
 """
 import json
 import os
 import sys
 import unittest
 
-TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+TOOLS = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TOOLS)
 import bench_linear  # noqa: E402
 
-SHAPES = os.path.join(TOOLS, "..", "assets", "shapes")
+SHAPES = os.path.join(TOOLS, "..", "..", "assets", "shapes")
 
 
 class Shapes(unittest.TestCase):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The real-data tables of docs/real-attention.md, for any model kvscope runs.
 
-  python3 tools/real_attention.py --kvscope build/bin/kvscope --model DIR --out DIR
+  python3 tools/studies/real_attention.py --kvscope build/bin/kvscope --model DIR --out DIR
       [--haystack assets/text/licenses.txt] [--passkey-length 16384]
       [--needle-length 8192] [--text-length 8192] [--probes 16] [--chunks 8]
 
@@ -168,7 +168,7 @@ def main():
     parser.add_argument("--kvscope", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--haystack", default=os.path.join(os.path.dirname(__file__), "..", "assets", "text", "licenses.txt"))
+    parser.add_argument("--haystack", default=os.path.join(os.path.dirname(__file__), "..", "..", "assets", "text", "licenses.txt"))
     parser.add_argument("--passkey-length", type=int, default=16384)
     parser.add_argument("--needle-length", type=int, default=8192)
     parser.add_argument("--text-length", type=int, default=8192)
