@@ -36,8 +36,9 @@ TEST(MethodTable, EveryMethodIsComplete) {
     for (Mode mode : m.bench_regimes) EXPECT_TRUE(contains(steps, std::string(m.name) + " " + mode_name(mode)));
     // The oracle is the reference every method is measured against, and
     // StreamingLLM reads nothing, so neither is timed; every other method is.
-    if (std::string(m.name) != "oracle" && std::string(m.name) != "streaming")
+    if (std::string(m.name) != "oracle" && std::string(m.name) != "streaming") {
       EXPECT_FALSE(m.bench_regimes.empty()) << "no bench step";
+    }
   }
 }
 
@@ -57,9 +58,13 @@ TEST(MethodTable, EveryOptionHasItsControls) {
     EXPECT_GE(value, o.lowest);
     EXPECT_LE(value, o.highest);
     EXPECT_GE(value, o.viewer_lowest);
-    if (o.viewer_highest) EXPECT_LE(value, o.viewer_highest);
+    if (o.viewer_highest) {
+      EXPECT_LE(value, o.viewer_highest);
+    }
     EXPECT_GE(o.viewer_lowest, o.lowest);
-    if (!o.names.empty()) EXPECT_EQ(o.highest + 1, o.names.size());
+    if (!o.names.empty()) {
+      EXPECT_EQ(o.highest + 1, o.names.size());
+    }
     // Its spelling parses back to the same value.
     MethodOptions parsed;
     o.parse(parsed, o.text(defaults));

@@ -410,7 +410,9 @@ TEST_F(ModelOpsTest, ArgmaxTakesTheFirstLargest) {
     run([&](vk::Pass& pass) { kernels.argmax(pass, logit_buffer, chosen, uint32_t(logits.size()), slot); });
     const std::vector<int32_t> slots = chosen.download_values<int32_t>(3);
     for (uint32_t i = 0; i < 3; ++i)
-      if (i != slot) EXPECT_EQ(uint32_t(slots[i]), kPoison) << "slot " << i;
+      if (i != slot) {
+        EXPECT_EQ(uint32_t(slots[i]), kPoison) << "slot " << i;
+      }
     return slots[slot];
   };
   std::vector<float> logits = gaussian(n);

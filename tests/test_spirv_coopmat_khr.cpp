@@ -64,7 +64,9 @@ void check_module(const std::string& name, std::span<const uint32_t> words) {
       ASSERT_TRUE(constant.count(in.operands[5])) << "use declared after its type";
       matrix_use[in.operands[0]] = constant[in.operands[5]];
     }
-    if (in.op == kOpVariable) EXPECT_GE(in.operands.size(), 3u) << "a variable without its result";
+    if (in.op == kOpVariable) {
+      EXPECT_GE(in.operands.size(), 3u) << "a variable without its result";
+    }
     if (in.op == kOpLoad || in.op == kOpLoadKHR || in.op == kOpMulAddKHR) {
       EXPECT_LT(in.operands[1], bound);
       value_type[in.operands[1]] = in.operands[0];

@@ -34,8 +34,11 @@ fi
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # The quick start leaves an existing build's choice alone, so that running it
 # after the test command keeps the tests configured.
+# A unity build (8 sources a compile) takes a quarter less time from scratch
+# (the sanitized copy of the suite: 204 against 276 s on 2 cores); a
+# developer's own `cmake -B` keeps one compile a source.
 if [ $tests = ON ] || [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_BUILD_TESTS=$tests >/dev/null
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_BUILD_TESTS=$tests -DCMAKE_UNITY_BUILD=ON >/dev/null
 fi
 if [ $tests = ON ]; then
   cmake --build build -j"$(nproc)"

@@ -368,6 +368,7 @@ Device::~Device() { release(); }
 // Destroys what the constructor created, in reverse order; safe on a partly built Device.
 void Device::release() {
   if (device_) vkDeviceWaitIdle(device_);
+  compiled_kernels_.clear();
   command_pool_.reset();
   if (device_) vkDestroyDevice(device_, nullptr);
   if (messenger_) {
@@ -376,6 +377,14 @@ void Device::release() {
     destroy(instance_, messenger_, nullptr);
   }
   vkDestroyInstance(instance_, nullptr);
+}
+
+std::shared_ptr<const CompiledKernel> Device::compiled_kernel(
+    const std::string& key, const std::function<std::shared_ptr<const CompiledKernel>()>& build) const {
+  std::lock_guard<std::mutex> lock(compiled_kernels_mutex_);
+  std::shared_ptr<const CompiledKernel>& compiled = compiled_kernels_[key];
+  if (!compiled) compiled = build();
+  return compiled;
 }
 
 void Device::add_kernel_statistics(const std::string& kernel, const std::string& statistics) const {

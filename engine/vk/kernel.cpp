@@ -44,10 +44,12 @@ std::string compiler_statistics(VkDevice device, VkPipeline pipeline) {
 
 }  // namespace
 
-Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t> spirv,
-               KernelLayout layout, std::span<const uint32_t> specialization)
-    : name_(std::move(name)), layout_(layout) {
+namespace {
+
+std::shared_ptr<const CompiledKernel> compile(const Device& device, const std::string& name, std::span<const uint32_t> spirv,
+                                              KernelLayout layout, std::span<const uint32_t> specialization) {
   VkDevice vk_device = device.handle();
+  auto compiled = std::make_shared<CompiledKernel>();
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(layout.bindings);
   for (uint32_t i = 0; i < layout.bindings; ++i)
@@ -58,7 +60,7 @@ Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t>
   set_info.pBindings = bindings.data();
   VkDescriptorSetLayout raw_set_layout = VK_NULL_HANDLE;
   KV_VK_CHECK(vkCreateDescriptorSetLayout(vk_device, &set_info, nullptr, &raw_set_layout));
-  set_layout_ = UniqueDescriptorSetLayout(vk_device, raw_set_layout);
+  compiled->set_layout = UniqueDescriptorSetLayout(vk_device, raw_set_layout);
 
   VkPushConstantRange push_range{VK_SHADER_STAGE_COMPUTE_BIT, 0, layout.push_bytes};
   VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -68,7 +70,7 @@ Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t>
   layout_info.pPushConstantRanges = &push_range;
   VkPipelineLayout raw_pipeline_layout = VK_NULL_HANDLE;
   KV_VK_CHECK(vkCreatePipelineLayout(vk_device, &layout_info, nullptr, &raw_pipeline_layout));
-  pipeline_layout_ = UniquePipelineLayout(vk_device, raw_pipeline_layout);
+  compiled->pipeline_layout = UniquePipelineLayout(vk_device, raw_pipeline_layout);
 
   VkShaderModuleCreateInfo module_info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   module_info.codeSize = spirv.size_bytes();
@@ -96,13 +98,28 @@ Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t>
   if (device.kernel_statistics_enabled()) pipeline_info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline raw_pipeline = VK_NULL_HANDLE;
   VkResult result = vkCreateComputePipelines(vk_device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &raw_pipeline);
-  if (result != VK_SUCCESS) fail("vkCreateComputePipelines(" + name_ + ")", result);
-  pipeline_ = UniquePipeline(vk_device, raw_pipeline);
+  if (result != VK_SUCCESS) fail("vkCreateComputePipelines(" + name + ")", result);
+  compiled->pipeline = UniquePipeline(vk_device, raw_pipeline);
   if (device.kernel_statistics_enabled()) {
-    std::string key = name_ + " [";
+    std::string key = name + " [";
     for (size_t i = 0; i < specialization.size(); ++i) key += (i ? "," : "") + std::to_string(specialization[i]);
     device.add_kernel_statistics(key + "]", compiler_statistics(vk_device, raw_pipeline));
   }
+  return compiled;
+}
+
+}  // namespace
+
+Kernel::Kernel(const Device& device, std::string name, std::span<const uint32_t> spirv,
+               KernelLayout layout, std::span<const uint32_t> specialization)
+    : name_(std::move(name)), layout_(layout) {
+  // The kind: everything the pipeline is built from, the SPIR-V itself
+  // included (a test may build two modules at one address in turn).
+  std::string key = name_;
+  key.append(1, '\0').append(reinterpret_cast<const char*>(spirv.data()), spirv.size_bytes());
+  for (uint32_t value : {layout.bindings, layout.push_bytes}) key.append(reinterpret_cast<const char*>(&value), 4);
+  key.append(reinterpret_cast<const char*>(specialization.data()), specialization.size_bytes());
+  compiled_ = device.compiled_kernel(key, [&] { return compile(device, name_, spirv, layout, specialization); });
 }
 
 }  // namespace kv::vk

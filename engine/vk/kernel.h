@@ -2,6 +2,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -17,6 +18,14 @@ struct KernelLayout {
   uint32_t push_bytes = 0;
 };
 
+// What the driver builds for a kernel; kernels of one kind share it
+// (Device::compiled_kernel).
+struct CompiledKernel {
+  UniqueDescriptorSetLayout set_layout;
+  UniquePipelineLayout pipeline_layout;
+  UniquePipeline pipeline;
+};
+
 // A compute pipeline from embedded SPIR-V. `specialization[i]` is the value of
 // the 32-bit specialization constant with constant_id i.
 class Kernel {
@@ -26,15 +35,13 @@ class Kernel {
 
   const std::string& name() const { return name_; }
   const KernelLayout& layout() const { return layout_; }
-  VkPipeline pipeline() const { return pipeline_.get(); }
-  VkPipelineLayout pipeline_layout() const { return pipeline_layout_.get(); }
+  VkPipeline pipeline() const { return compiled_->pipeline.get(); }
+  VkPipelineLayout pipeline_layout() const { return compiled_->pipeline_layout.get(); }
 
  private:
   std::string name_;
   KernelLayout layout_;
-  UniqueDescriptorSetLayout set_layout_;
-  UniquePipelineLayout pipeline_layout_;
-  UniquePipeline pipeline_;
+  std::shared_ptr<const CompiledKernel> compiled_;
 };
 
 // A tensor-core kernel's SPIR-V for this device: its VK_KHR_cooperative_matrix
