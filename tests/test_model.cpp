@@ -403,11 +403,20 @@ TEST_F(ModelRunTest, KeptQueriesAndCacheMatchFloat64) {
     std::vector<std::byte> bytes(want.size() * 2);
     buffer.download(bytes);
     const std::vector<float> got = to_float(DType::bf16, bytes);
-    double largest = 0;
+    // The GPU stores layer 0's keys and values, and these, in bf16 (8 bits),
+    // which the float64 pass does not round: those roundings reach every
+    // value of a row by the row's scale, not the value's own size, so a small
+    // value can be several bf16 steps off. Over 21 seeds the worst value was
+    // 0.0041 of the tensor's largest (about one bf16 step there); two steps
+    // (2^-7) hold every one. A wrong head, position or channel is off by the
+    // scale itself.
+    double largest = 0, worst = 0;
+    size_t worst_at = 0;
     for (double v : want) largest = std::max(largest, std::abs(v));
-    size_t off = 0;  // bf16 keeps 8 bits: a neighbouring value after a last-bit difference upstream
-    for (size_t i = 0; i < want.size(); ++i) off += std::abs(got[i] - want[i]) > 1e-4 * largest + 0.008 * std::abs(want[i]);
-    EXPECT_LE(off, want.size() / 100) << what << ": " << off << " of " << want.size() << " values off";
+    for (size_t i = 0; i < want.size(); ++i)
+      if (std::abs(got[i] - want[i]) > worst) worst = std::abs(got[i] - want[i]), worst_at = i;
+    EXPECT_LE(worst, std::ldexp(largest, -7)) << what << ": value " << worst_at << " is " << got[worst_at]
+                                              << ", float64 " << want[worst_at] << " (largest " << largest << ")";
   };
   compare(runner.kept_queries(1), expected.q, "q");
   compare(runner.cache(1).keys, expected.k, "k");
