@@ -21,6 +21,14 @@ grep -q "capture $work/prefix/share/kvscope/assets/real-passkey-4k.safetensors" 
   fail "the installed kvscope did not open its own bundled capture: $(head -1 out.txt)"
 grep -q "^most coverage" out.txt || fail "the installed quick start printed no summary"
 echo "ok: installed under a prefix, the quick start from another directory"
+if [ -n "${KVSCOPE_PYTHON:-}" ]; then
+  PYTHONPATH="$work/prefix/lib/python3/dist-packages" "$KVSCOPE_PYTHON" -c "import kvscope
+c = kvscope.Capture.open('$work/prefix/share/kvscope/assets/real-passkey-4k.safetensors')
+r = kvscope.evaluate(c, ['quest'], ['3%'], 'decode', layers=[4], probes=4)
+assert kvscope.__file__.startswith('$work/prefix') and r[0]['method'] == 'quest', kvscope.__file__" >py.txt 2>&1 ||
+    fail "the installed Python module: $(tail -1 py.txt)"
+  echo "ok: the installed Python module from PREFIX/lib/python3/dist-packages"
+fi
 
 cpack --config "$build/CPackConfig.cmake" -B "$work/deb" >cpack.txt 2>&1 || fail "cpack: $(tail -3 cpack.txt)"
 deb=$(ls "$work"/deb/kvscope_*.deb 2>/dev/null | head -1)
@@ -32,4 +40,7 @@ dpkg-deb -x "$deb" "$work/root" || fail "dpkg-deb -x"
   fail "the .deb's kvscope: $(tail -1 err.txt)"
 grep -q "capture $work/root/usr/share/kvscope/assets/real-passkey-4k.safetensors" deb.txt ||
   fail "the .deb's kvscope did not open its own bundled capture: $(head -1 deb.txt)"
+if [ -n "${KVSCOPE_PYTHON:-}" ]; then
+  ls "$work"/root/usr/lib/python3/dist-packages/kvscope.*.so >/dev/null 2>&1 || fail "the .deb lacks the Python module"
+fi
 echo "ok: the .deb ($(basename "$deb"), Depends: $depends) unpacked and run"

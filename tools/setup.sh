@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs kvscope's Debian 12 packages (when missing) and builds it into build/.
-#   bash tools/setup.sh          the CLI and the viewer: what the quick start runs
+#   bash tools/setup.sh          the CLI, the viewer and the Python module: what
+#                                the quick start runs
 #   bash tools/setup.sh --tests  everything ctest runs too: the test suite, its
 #                                sanitized copy and the fuzzers (clang), with the
 #                                validation layers and Xvfb they need
@@ -16,9 +17,9 @@ case "${1:-}" in
 esac
 
 packages=(cmake g++ make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers nlohmann-json3-dev
-          libimgui-dev libglfw3-dev libstb-dev)
+          libimgui-dev libglfw3-dev libstb-dev python3-dev pybind11-dev python3-numpy)
 [ $tests = ON ] && packages+=(clang libclang-rt-14-dev vulkan-validationlayers libgtest-dev xvfb xauth
-                              fonts-dejavu-core python3 dpkg-dev file)
+                              fonts-dejavu-core python3 python3-pytest dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,10 +39,12 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # (the sanitized copy of the suite: 204 against 276 s on 2 cores); a
 # developer's own `cmake -B` keeps one compile a source.
 if [ $tests = ON ] || [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_BUILD_TESTS=$tests -DCMAKE_UNITY_BUILD=ON >/dev/null
+  # Debian's python3, where its packages (numpy, pytest) are, whatever else is on PATH.
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_BUILD_TESTS=$tests -DCMAKE_UNITY_BUILD=ON \
+        -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
 fi
 if [ $tests = ON ]; then
   cmake --build build -j"$(nproc)"
 else
-  cmake --build build -j"$(nproc)" --target kvscope kvscope-viewer
+  cmake --build build -j"$(nproc)" --target kvscope kvscope-viewer kvscope_python
 fi

@@ -1,0 +1,315 @@
+// `import kvscope`: the engine from Python, over the same API as the CLI
+// (tools/kvscope) and the viewer. numpy arrays in and out; engine InputError
+// becomes ValueError, anything else from the device RuntimeError; the GIL is
+// released while the GPU works.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <random>
+
+#include "capture.h"
+#include "error.h"
+#include "evaluator.h"
+#include "method_options.h"
+#include "methods/table.h"
+#include "vk/device.h"
+
+namespace py = pybind11;
+
+namespace kv::python {
+namespace {
+
+// A device the calls share (pipelines are built once per device).
+struct PyDevice {
+  std::shared_ptr<vk::Device> device;
+};
+
+PyDevice open_device(const py::object& name_or_index) {
+  vk::DeviceOptions options;
+  if (!name_or_index.is_none()) options.selector = py::str(name_or_index);
+  return {std::make_shared<vk::Device>(options)};
+}
+
+// The device of calls that name none: the best one, opened on first use.
+const PyDevice& default_device() {
+  static std::mutex mutex;
+  static std::unique_ptr<PyDevice> device;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!device) device = std::make_unique<PyDevice>(open_device(py::none()));
+  return *device;
+}
+
+const vk::Device& device_or_default(const py::object& device) {
+  return device.is_none() ? *default_device().device : *device.cast<const PyDevice&>().device;
+}
+
+// A capture and, for one made from arrays, the folder its file lives in.
+struct PyCapture {
+  std::shared_ptr<Capture> capture;
+  std::filesystem::path path;
+  std::filesystem::path owned_folder;  // removed with the last copy of this capture
+  std::shared_ptr<void> remove_folder;
+};
+
+PyCapture open_capture(const std::string& path) {
+  PyCapture c;
+  c.capture = std::make_shared<Capture>(path);
+  c.path = path;
+  return c;
+}
+
+DType parse_dtype(const std::string& name) {
+  if (name == "f16" || name == "float16") return DType::f16;
+  if (name == "bf16" || name == "bfloat16") return DType::bf16;
+  if (name == "f32" || name == "float32") return DType::f32;
+  throw InputError("dtype is f16, bf16 or f32, not '" + name + "'");
+}
+
+// A [heads, T, d] float32 array (converted, made contiguous) and its shape.
+py::array_t<float, py::array::c_style | py::array::forcecast> heads_tokens_dim(const py::handle& array, const char* what) {
+  auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!a) throw InputError(std::string(what) + " is not an array of numbers");
+  if (a.ndim() != 3) throw InputError(std::string(what) + " must be [heads, tokens, dim], not of rank " + std::to_string(a.ndim()));
+  return a;
+}
+
+PyCapture capture_from_arrays(const py::handle& q, const py::handle& k, const py::handle& v, const py::object& tokens,
+                              const py::object& text, const std::string& dtype_name, const py::object& scale) {
+  const DType dtype = parse_dtype(dtype_name);
+  auto qa = heads_tokens_dim(q, "q"), ka = heads_tokens_dim(k, "k"), va = heads_tokens_dim(v, "v");
+  AttentionShape shape{uint32_t(qa.shape(0)), uint32_t(ka.shape(0)), uint32_t(qa.shape(1)), uint32_t(qa.shape(2))};
+  if (ka.shape(1) != qa.shape(1) || va.shape(1) != qa.shape(1) || ka.shape(2) != qa.shape(2) || va.shape(2) != qa.shape(2) ||
+      va.shape(0) != ka.shape(0))
+    throw InputError("q [H, T, d], k and v [G, T, d] must agree in T and d, and k and v in G");
+  if (shape.tokens == 0 || shape.dim == 0 || shape.kv_heads == 0 || shape.heads % shape.kv_heads != 0)
+    throw InputError("a capture needs T, d and G of at least 1, and H a multiple of G");
+  auto stored = [&](const py::array_t<float, py::array::c_style | py::array::forcecast>& a) {
+    return from_float(dtype, std::span<const float>(a.data(), size_t(a.size())));
+  };
+  const std::vector<std::byte> qb = stored(qa), kb = stored(ka), vb = stored(va);
+  CaptureData data;
+  data.model = "numpy arrays";
+  data.source = "kvscope.Capture.from_arrays";
+  if (!scale.is_none()) data.scale = scale.cast<double>();
+  data.layers.push_back({0, shape, dtype, qb, kb, vb});
+  if (!tokens.is_none()) data.token_ids = tokens.cast<std::vector<int32_t>>();
+  if (!text.is_none()) data.token_text = text.cast<std::vector<std::string>>();
+
+  PyCapture c;
+  std::random_device random;
+  c.owned_folder = std::filesystem::temp_directory_path() / ("kvscope-capture-" + std::to_string(random()));
+  std::filesystem::create_directories(c.owned_folder);
+  const std::filesystem::path folder = c.owned_folder;
+  c.remove_folder = std::shared_ptr<void>(nullptr, [folder](void*) {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+  });
+  c.path = c.owned_folder / "capture.safetensors";
+  write_capture(c.path, data);
+  c.capture = std::make_shared<Capture>(c.path);
+  require_finite(*c.capture, false);
+  return c;
+}
+
+// Method options from keyword arguments: page_size=8, gqa_agg="max", ...
+// (the CLI's flags with '_' for '-'); ValueError naming the valid ones.
+MethodOptions options_from(const py::kwargs& kwargs) {
+  MethodOptions options;
+  for (const auto& [key, value] : kwargs) {
+    std::string flag = py::str(key);
+    for (char& c : flag)
+      if (c == '_') c = '-';
+    const OptionSpec* spec = nullptr;
+    for (const OptionSpec& o : option_table())
+      if (flag == o.flag) spec = &o;
+    if (!spec) {
+      std::string valid;
+      for (const OptionSpec& o : option_table()) {
+        std::string name = o.flag;
+        for (char& c : name)
+          if (c == '-') c = '_';
+        valid += (valid.empty() ? "" : ", ") + name;
+      }
+      throw InputError("unknown option '" + std::string(py::str(key)) + "': the method options are " + valid);
+    }
+    spec->parse(options, py::str(value));
+  }
+  return options;
+}
+
+Mode parse_regime(const std::string& regime) {
+  if (regime == "decode") return Mode::decode;
+  if (regime == "prefill") return Mode::prefill;
+  throw InputError("regime is decode or prefill, not '" + regime + "'");
+}
+
+uint32_t budget_of(const py::handle& budget, uint32_t tokens) {
+  return parse_budget(py::str(budget), tokens, "budget");
+}
+
+uint32_t count_of(int64_t value, const char* what) {
+  if (value < 0 || value > int64_t(UINT32_MAX)) throw InputError(std::string(what) + " must be a count, not " + std::to_string(value));
+  return uint32_t(value);
+}
+
+py::dict select_keys(const PyCapture& c, int layer_index, const std::string& method, const py::handle& budget,
+                const std::string& regime, int64_t probes, int64_t chunk, int64_t chunks, const py::object& device,
+                const py::kwargs& kwargs) {
+  const MethodOptions options = options_from(kwargs);
+  const Mode mode = parse_regime(regime);
+  if (method == "dense") throw InputError("dense selects every causal key; choose a selection method");
+  find_method(method);
+  const uint32_t k = budget_of(budget, c.capture->tokens());
+  const CaptureLayer& layer = c.capture->layer(layer_index);
+  const vk::Device& d = device_or_default(device);
+  SelectionResult r;
+  {
+    py::gil_scoped_release release;
+    r = select_layer(d, *c.capture, layer, method, options, mode, k, count_of(probes, "probes"), count_of(chunk, "chunk"),
+                     count_of(chunks, "chunks"));
+  }
+  const size_t blocks = r.block_positions.size();
+  py::array_t<int32_t> indices({blocks, size_t(r.rows), size_t(r.width)});
+  std::copy(r.indices.begin(), r.indices.end(), indices.mutable_data());
+  py::array_t<int32_t> block_pos(blocks);
+  std::copy(r.block_positions.begin(), r.block_positions.end(), block_pos.mutable_data());
+  py::dict timings;
+  for (const vk::StageTime& t : r.timings) timings[py::str(t.stage)] = t.milliseconds;
+  py::dict out;
+  out["indices"] = indices;
+  out["block_pos"] = block_pos;
+  out["method"] = method;
+  out["regime"] = regime;
+  out["budget"] = k;
+  out["layer"] = layer.index;
+  out["granularity"] = granularity_name(r.granularity);
+  out["params"] = py::module_::import("json").attr("loads")(r.params.dump());
+  out["gpu_ms"] = timings;
+  return out;
+}
+
+py::list evaluate_methods(const PyCapture& c, const std::vector<std::string>& methods, const py::list& budgets,
+                  const std::string& regime, const py::object& layers, int64_t probes, int64_t chunk, int64_t chunks,
+                  const py::object& device, const py::kwargs& kwargs) {
+  EvalConfig config;
+  config.mode = parse_regime(regime);
+  config.options = options_from(kwargs);
+  config.methods = methods;
+  for (const std::string& m : methods)
+    if (m != "dense") find_method(m);
+  for (const py::handle& b : budgets) config.budgets.push_back(budget_of(b, c.capture->tokens()));
+  if (config.budgets.empty()) throw InputError("no budget given");
+  config.probes = count_of(probes, "probes");
+  config.chunk = count_of(chunk, "chunk");
+  config.last_chunks = count_of(chunks, "chunks");
+  std::vector<const CaptureLayer*> chosen;
+  if (layers.is_none()) {
+    for (const CaptureLayer& l : c.capture->layers()) chosen.push_back(&l);
+  } else {
+    for (int index : layers.cast<std::vector<int>>()) chosen.push_back(&c.capture->layer(index));
+  }
+  const vk::Device& d = device_or_default(device);
+  std::vector<EvalRow> rows;
+  {
+    py::gil_scoped_release release;
+    for (const CaptureLayer* layer : chosen) {
+      std::vector<EvalRow> more = evaluate_layer(d, *c.capture, *layer, config);
+      rows.insert(rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+  }
+  py::list records;
+  for (const EvalRow& row : rows) {
+    py::dict r;
+    r["layer"] = row.layer;
+    r["method"] = row.method;
+    r["budget"] = row.budget;
+    r["regime"] = mode_name(row.mode);
+    r["coverage"] = row.mean.coverage;
+    r["recall"] = row.mean.recall;
+    r["output_error"] = row.mean.output_error;
+    r["needle_recall"] = row.needle_recall >= 0 ? py::object(py::float_(row.needle_recall)) : py::none();
+    py::dict timings;
+    for (const vk::StageTime& t : row.timings) timings[py::str(t.stage)] = t.milliseconds;
+    r["gpu_ms"] = timings;
+    records.append(r);
+  }
+  return records;
+}
+
+}  // namespace
+}  // namespace kv::python
+
+PYBIND11_MODULE(kvscope, m) {
+  using namespace kv::python;
+  m.doc() = "kvscope: query-aware KV-cache selection and sparse attention on any Vulkan GPU";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const kv::InputError& e) {
+      const std::string where = e.setting.empty() ? "" : e.setting + ": ";
+      PyErr_SetString(PyExc_ValueError, (where + e.what()).c_str());
+    } catch (const kv::DeviceError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def("devices", [] {
+    py::list out;
+    for (const kv::vk::DeviceInfo& d : kv::vk::list_devices()) {
+      py::dict info;
+      info["index"] = d.index;
+      info["name"] = d.name;
+      info["type"] = d.type;
+      info["driver"] = d.driver;
+      info["supported"] = d.supported;
+      info["device_local_bytes"] = d.device_local_bytes;
+      out.append(info);
+    }
+    return out;
+  }, "The Vulkan devices the loader sees, a dict each.");
+
+  py::class_<PyDevice>(m, "Device", "A Vulkan device: the best one, or one named by index or by part of its name.")
+      .def(py::init(&open_device), py::arg("name_or_index") = py::none())
+      .def_property_readonly("name", [](const PyDevice& d) { return d.device->info().name; })
+      .def("__repr__", [](const PyDevice& d) { return "kvscope.Device('" + d.device->info().name + "')"; });
+
+  py::class_<PyCapture>(m, "Capture", "Captured queries, keys and values of one or more layers (docs/capture.md).")
+      .def_static("open", &open_capture, py::arg("path"), "Opens a capture file, checked in full.")
+      .def_static("from_arrays", &capture_from_arrays, py::arg("q"), py::arg("k"), py::arg("v"),
+                  py::arg("tokens") = py::none(), py::arg("text") = py::none(), py::arg("dtype") = "f16",
+                  py::arg("scale") = py::none(),
+                  "A one-layer capture from q [H, T, d] and k, v [G, T, d] (any float array; stored as dtype).")
+      .def("save", [](const PyCapture& c, const std::string& path) {
+        std::filesystem::copy_file(c.path, path, std::filesystem::copy_options::overwrite_existing);
+      }, py::arg("path"), "Writes the capture to a file.")
+      .def_property_readonly("tokens", [](const PyCapture& c) { return c.capture->tokens(); })
+      .def_property_readonly("layers", [](const PyCapture& c) {
+        std::vector<int> indices;
+        for (const kv::CaptureLayer& l : c.capture->layers()) indices.push_back(l.index);
+        return indices;
+      })
+      .def("shape", [](const PyCapture& c, int layer) {
+        const kv::AttentionShape& s = c.capture->layer(layer).shape;
+        py::dict d;
+        d["heads"] = s.heads;
+        d["kv_heads"] = s.kv_heads;
+        d["tokens"] = s.tokens;
+        d["dim"] = s.dim;
+        return d;
+      }, py::arg("layer"));
+
+  m.def("select", &select_keys, py::arg("capture"), py::arg("layer"), py::arg("method"), py::arg("budget"), py::arg("regime"),
+        py::kw_only(), py::arg("probes") = 64, py::arg("chunk") = 128, py::arg("chunks") = 0,
+        py::arg("device") = py::none(),
+        "One method's selection for every decode probe or prefill chunk of a layer, as `kvscope select` writes it: "
+        "indices [blocks, rows, width] (ascending, -1 padded) and block_pos [blocks]. Method options as keywords.");
+  m.def("evaluate", &evaluate_methods, py::arg("capture"), py::arg("methods"), py::arg("budgets"), py::arg("regime"),
+        py::arg("layers") = py::none(), py::kw_only(), py::arg("probes") = 64, py::arg("chunk") = 128,
+        py::arg("chunks") = 0, py::arg("device") = py::none(),
+        "Methods x budgets (key counts or '3%' of T) on each layer, as `kvscope eval` runs them: a record each "
+        "(coverage, recall, output_error, needle_recall, gpu_ms by stage), ready for pandas.DataFrame.");
+}
