@@ -114,7 +114,7 @@ const CaptureLayer& Capture::layer(int index) const {
   for (const CaptureLayer& l : layers_)
     if (l.index == index) return l;
   std::string available;
-  for (const CaptureLayer& l : layers_) available += (available.empty() ? "" : ",") + std::to_string(l.index);
+  for (const CaptureLayer& l : layers_) available.append(available.empty() ? "" : ",").append(std::to_string(l.index));
   throw InputError(file_.path().string() + ": has no layer " + std::to_string(index) + " (layers: " + available + ")");
 }
 

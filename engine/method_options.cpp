@@ -57,7 +57,7 @@ void OptionSpec::parse(MethodOptions& options, const std::string& text) const {
     for (uint32_t i = 0; i < names.size(); ++i)
       if (text == names[i]) return set(options, i);
     std::string choices;
-    for (const char* name : names) choices += (choices.empty() ? "" : "|") + std::string(name);
+    for (const char* name : names) choices.append(choices.empty() ? "" : "|").append(name);
     throw InputError("must be " + choices + ", not '" + text + "'", flag);
   }
   const bool digits = !text.empty() && text.size() <= 10 && std::all_of(text.begin(), text.end(), ::isdigit);

@@ -82,10 +82,12 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
   }
   const std::vector<uint32_t> lengths(length_set.begin(), length_set.end());
   const std::vector<double> depths(depth_set.begin(), depth_set.end());
-  const int cell_w = 56, cell_h = 22, margin = 16;
+  // A cell holds its value with room on both sides, and cells stand apart, so
+  // that a row of values reads as values ("1.00 1.00", not "1.001.00").
+  const int cell_gap = 6, cell_w = text_width("0.00") + 20 + cell_gap, cell_h = 24, margin = 16;
   int title_w = 0;
   for (const auto& [method, budget, regime] : panels) title_w = std::max(title_w, text_width(panel_title(method, budget, regime)));
-  const int panel_w = std::max(70 + cell_w * int(lengths.size()), title_w) + margin;
+  const int panel_w = std::max(70 + cell_w * int(lengths.size()), title_w) + 2 * margin;
   const int panel_h = 40 + cell_h * int(depths.size()) + 40;
   const std::string heading = "kvscope needle (" + task + "): accuracy over length (x, tokens) and depth (y)";
   const int columns = std::max(1, std::min(int(panels.size()), 1600 / panel_w));
@@ -93,8 +95,9 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
   std::set<std::string> regimes;
   for (const model::NeedleResult& r : results)
     if (r.method != "dense") regimes.insert(model::plan_regime_name(r.plan));
-  const int chart_w = 520, chart_h = 300;
-  const int width = std::max({columns * panel_w + margin, int(std::max<size_t>(regimes.size(), 1)) * (chart_w + 2 * margin) + margin,
+  const int chart_w = 520, chart_h = 300, legend_w = text_width("sampleattention") + 40;
+  const int chart_slot = chart_w + 2 * margin + legend_w;  // a chart and its legend, beside the next
+  const int width = std::max({columns * panel_w + margin, int(std::max<size_t>(regimes.size(), 1)) * chart_slot + margin,
                               text_width(heading) + 2 * margin});
   const int heat_h = 40 + rows * panel_h;
   Image image(width, heat_h + chart_h + 110);
@@ -115,8 +118,9 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
         const int x = x0 + 60 + int(l) * cell_w;
         const auto it = accuracy.find({method, budget, regime, lengths[l], depths[d]});
         if (it == accuracy.end()) continue;
-        image.fill(x, y, x + cell_w - 2, y + cell_h - 2, accuracy_colour(it->second));
-        image.text(x + 6, y + 4, fixed(it->second, 2), ink);
+        image.fill(x, y, x + cell_w - cell_gap, y + cell_h - cell_gap, accuracy_colour(it->second));
+        const std::string value = fixed(it->second, 2);
+        image.text(x + (cell_w - cell_gap - text_width(value)) / 2, y + 3, value, ink);
       }
     }
     for (size_t l = 0; l < lengths.size(); ++l)
@@ -127,7 +131,7 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
   // Accuracy against the budget, mean over lengths and depths, per regime.
   int chart = 0;
   for (const std::string& regime : regimes) {
-    const int x0 = margin + chart * (chart_w + 2 * margin) + 50, y0 = heat_h + 40, x1 = x0 + chart_w - 60, y1 = y0 + chart_h;
+    const int x0 = margin + chart * chart_slot + 50, y0 = heat_h + 40, x1 = x0 + chart_w - 60, y1 = y0 + chart_h;
     image.text(x0 - 50, heat_h + 10, "accuracy against the budget (log scale), " + regime, ink);
     image.fill(x0, y1, x1, y1 + 1, grey);
     image.fill(x0, y0, x0 + 1, y1, grey);
@@ -160,11 +164,11 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
         image.fill(x - 4, y - 4, x + 5, y + 5, c);
         px = x, py = y;
       }
-      image.fill(x1 + 6, y0 + 18 * legend + 2, x1 + 16, y0 + 18 * legend + 12, c);
-      image.text(x1 + 20, y0 + 18 * legend, method, ink);
+      image.fill(x1 + 6, y0 + 24 * legend + 2, x1 + 16, y0 + 24 * legend + 12, c);
+      image.text(x1 + 20, y0 + 24 * legend, method, ink);
       ++legend;
     }
-    if (dense.second) image.text(x1 + 20, y0 + 18 * legend, "dense", ink);
+    if (dense.second) image.text(x1 + 20, y0 + 24 * legend, "dense", ink);
     ++chart;
   }
 
