@@ -272,6 +272,28 @@ PYBIND11_MODULE(kvscope, m) {
     return out;
   }, "The Vulkan devices the loader sees, a dict each.");
 
+  m.def("methods", [] {
+    py::list out;
+    const kv::MethodOptions defaults;
+    for (const kv::MethodSpec& spec : kv::method_table()) {
+      py::dict options;
+      for (const char* flag : spec.options) {
+        std::string keyword = flag;
+        for (char& c : keyword)
+          if (c == '-') c = '_';
+        options[py::str(keyword)] = kv::find_option(flag).text(defaults);
+      }
+      py::dict method;
+      method["name"] = spec.name;
+      method["summary"] = spec.summary;
+      method["options"] = options;
+      method["model_runs_it"] = !spec.reads_past_queries && !spec.builds_from_whole_cache;
+      out.append(method);
+    }
+    return out;
+  }, "The method table: each method's name, one-line summary and options (keyword: default), and whether a "
+     "model run can feed it.");
+
   py::class_<PyDevice>(m, "Device", "A Vulkan device: the best one, or one named by index or by part of its name.")
       .def(py::init(&open_device), py::arg("name_or_index") = py::none())
       .def_property_readonly("name", [](const PyDevice& d) { return d.device->info().name; })

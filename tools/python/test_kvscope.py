@@ -162,3 +162,13 @@ def test_devices_and_a_named_device(capture):
     device = kvscope.Device(0)
     got = kvscope.select(capture, 0, "quest", 32, "decode", probes=2, device=device)
     assert got["indices"].shape[0] == 2
+
+
+def test_methods_are_the_table():
+    methods = {m["name"]: m for m in kvscope.methods()}
+    assert {"quest", "fier", "quoka", "streaming", "oracle"} <= set(methods)
+    assert methods["quest"]["options"] == {"page_size": "16", "gqa_agg": "head"}
+    assert methods["snapkv"]["model_runs_it"] is False and methods["quest"]["model_runs_it"] is True
+    help_text = cli("eval", "--help")
+    for name, method in methods.items():
+        assert method["summary"] in help_text, name
