@@ -127,6 +127,8 @@ std::vector<vk::Buffer> selection_lists(const vk::Device& device, const Attentio
 
 std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                                     const EvalConfig& config, const Progress& progress) {
+  for (const std::string& m : config.methods)
+    if (m != "dense") find_method(m);  // an unknown one, listing the known, before any upload
   if (config.budgets.empty()) throw InputError("no budget to evaluate", "budgets");
   for (uint32_t b : config.budgets)
     if (b == 0) throw InputError("a budget must be positive", "budgets");
@@ -216,6 +218,8 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
 SelectionResult select_layer(const vk::Device& device, const Capture& capture, const CaptureLayer& layer,
                              const std::string& method_name, const MethodOptions& options, Mode mode, uint32_t budget,
                              uint32_t probes, uint32_t chunk, uint32_t last_chunks) {
+  if (method_name == "dense") throw InputError("dense selects every causal key; choose a selection method", "method");
+  find_method(method_name);  // an unknown one, listing the known, before any upload
   if (budget == 0) throw InputError("a budget must be positive", "budget");
   const AttentionShape& shape = layer.shape;
   const std::vector<Block> blocks = blocks_with_candidates(mode, shape.tokens, probes, chunk, last_chunks);

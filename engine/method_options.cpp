@@ -47,6 +47,12 @@ static_assert(sizeof(MethodOptions) == 12 * sizeof(uint32_t), "MethodOptions and
 
 }  // namespace
 
+std::string OptionSpec::keyword() const {
+  std::string keyword = flag;
+  std::replace(keyword.begin(), keyword.end(), '-', '_');
+  return keyword;
+}
+
 std::string OptionSpec::text(const MethodOptions& options) const {
   const uint32_t value = get(options);
   return names.empty() ? std::to_string(value) : names.at(value);

@@ -35,7 +35,7 @@ struct MethodOptions {
 
 // One method option: a field of MethodOptions, its flag and how far it goes.
 struct OptionSpec {
-  const char* flag;  // --FLAG on the CLI; the viewer's label; its name in bench's JSON (with '_')
+  const char* flag;  // --FLAG on the CLI; the viewer's label; keyword() in bench's JSON and in Python
   const char* help;  // one line: what it is, for which method
   uint32_t lowest = 0, highest = 0;  // values the CLI accepts (indices of `names` for named values)
   std::vector<const char*> names;    // named values (--quoka-group mean|max); empty: a count
@@ -46,6 +46,8 @@ struct OptionSpec {
 
   // The value as the CLI spells it: a number, or its name.
   std::string text(const MethodOptions& options) const;
+  // The flag as a Python keyword and a JSON key: page_size for page-size.
+  std::string keyword() const;
   // Sets the option from its CLI spelling; InputError naming the flag when it is out of range.
   void parse(MethodOptions& options, const std::string& text) const;
 };

@@ -76,8 +76,6 @@ SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const Speed
   SpeedRun run;
   run.prompt_tokens = prompt_length;
   if (c.sweep.has_dense()) run.results.push_back({"dense"});
-  if (c.chunk > model.chunk())
-    throw InputError("chunks of " + std::to_string(c.chunk) + " tokens: the model takes at most " + std::to_string(model.chunk()), "chunk");
   for (const std::string& m : c.sweep.selection_methods())
     for (SpeedResult& r : method_runs(c, m)) run.results.push_back(std::move(r));
   const bool decode = c.sweep.regime == Regime::decode;

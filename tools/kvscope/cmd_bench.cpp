@@ -145,9 +145,7 @@ nlohmann::json config_json(const BenchConfig& config, const std::string& dtype) 
           {"chunk", config.chunk},
           {"repeat", config.repeat}};
   for (const OptionSpec& o : option_table()) {  // page_size, gqa_agg, ...
-    std::string key = o.flag;
-    std::replace(key.begin(), key.end(), '-', '_');
-    if (o.names.empty()) json[key] = o.get(config.options); else json[key] = o.text(config.options);
+    if (o.names.empty()) json[o.keyword()] = o.get(config.options); else json[o.keyword()] = o.text(config.options);
   }
   return json;
 }

@@ -181,8 +181,6 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   config.chunk = args.count("chunk", 128, 1, 4096);
   config.last_chunks = args.count("chunks", 0);
   config.methods = args.texts("methods", "dense,oracle,quoka,quest,fier,streaming");
-  for (const std::string& m : config.methods)
-    if (m != "dense") find_method(m);  // refuses an unknown one, listing the known
   const std::vector<std::string> budget_texts = args.texts("budgets", "1%,3%,6%,12%");
   if (budget_texts.empty()) throw InputError("eval: --budgets is empty");
   const std::string json_path = args.text("json"), csv_path = args.text("csv");

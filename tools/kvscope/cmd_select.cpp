@@ -33,7 +33,6 @@ int run_select(const GlobalOptions& global, const std::vector<std::string>& argv
   const Mode mode = parse_mode(args, "select");
   const MethodOptions options = parse_method_options(args);
   const std::string method = args.required("method"), out = args.required("out");
-  if (method == "dense") throw InputError("select: dense selects every causal key; choose a selection method");
   const uint32_t budget = args.required_count("budget", 1, 1u << 20);
   Capture capture(args.required("capture"));
   require_finite(capture, global.allow_nonfinite);

@@ -47,11 +47,11 @@ const vk::Device& device_or_default(const py::object& device) {
   return device.is_none() ? *default_device().device : *device.cast<const PyDevice&>().device;
 }
 
-// A capture and, for one made from arrays, the folder its file lives in.
+// A capture and its file; one made from arrays also owns the temporary
+// folder its file lives in, removed with the last copy of this capture.
 struct PyCapture {
   std::shared_ptr<Capture> capture;
   std::filesystem::path path;
-  std::filesystem::path owned_folder;  // removed with the last copy of this capture
   std::shared_ptr<void> remove_folder;
 };
 
@@ -101,14 +101,13 @@ PyCapture capture_from_arrays(const py::handle& q, const py::handle& k, const py
 
   PyCapture c;
   std::random_device random;
-  c.owned_folder = std::filesystem::temp_directory_path() / ("kvscope-capture-" + std::to_string(random()));
-  std::filesystem::create_directories(c.owned_folder);
-  const std::filesystem::path folder = c.owned_folder;
+  const std::filesystem::path folder = std::filesystem::temp_directory_path() / ("kvscope-capture-" + std::to_string(random()));
+  std::filesystem::create_directories(folder);
   c.remove_folder = std::shared_ptr<void>(nullptr, [folder](void*) {
     std::error_code ignored;
     std::filesystem::remove_all(folder, ignored);
   });
-  c.path = c.owned_folder / "capture.safetensors";
+  c.path = folder / "capture.safetensors";
   write_capture(c.path, data);
   c.capture = std::make_shared<Capture>(c.path);
   require_finite(*c.capture, false);
@@ -116,26 +115,18 @@ PyCapture capture_from_arrays(const py::handle& q, const py::handle& k, const py
 }
 
 // Method options from keyword arguments: page_size=8, gqa_agg="max", ...
-// (the CLI's flags with '_' for '-'); ValueError naming the valid ones.
+// (OptionSpec::keyword); ValueError naming the valid ones.
 MethodOptions options_from(const py::kwargs& kwargs) {
   MethodOptions options;
   for (const auto& [key, value] : kwargs) {
-    std::string flag = py::str(key);
-    for (char& c : flag)
-      if (c == '_') c = '-';
+    const std::string keyword = py::str(key);
     const OptionSpec* spec = nullptr;
-    for (const OptionSpec& o : option_table())
-      if (flag == o.flag) spec = &o;
-    if (!spec) {
-      std::string valid;
-      for (const OptionSpec& o : option_table()) {
-        std::string name = o.flag;
-        for (char& c : name)
-          if (c == '-') c = '_';
-        valid += (valid.empty() ? "" : ", ") + name;
-      }
-      throw InputError("unknown option '" + std::string(py::str(key)) + "': the method options are " + valid);
+    std::string valid;
+    for (const OptionSpec& o : option_table()) {
+      if (keyword == o.keyword()) spec = &o;
+      valid.append(valid.empty() ? "" : ", ").append(o.keyword());
     }
+    if (!spec) throw InputError("unknown option '" + keyword + "': the method options are " + valid);
     spec->parse(options, py::str(value));
   }
   return options;
@@ -161,8 +152,6 @@ py::dict select_keys(const PyCapture& c, int layer_index, const std::string& met
                 const py::kwargs& kwargs) {
   const MethodOptions options = options_from(kwargs);
   const Mode mode = parse_regime(regime);
-  if (method == "dense") throw InputError("dense selects every causal key; choose a selection method");
-  find_method(method);
   const uint32_t k = budget_of(budget, c.capture->tokens());
   const CaptureLayer& layer = c.capture->layer(layer_index);
   const vk::Device& d = device_or_default(device);
@@ -199,10 +188,7 @@ py::list evaluate_methods(const PyCapture& c, const std::vector<std::string>& me
   config.mode = parse_regime(regime);
   config.options = options_from(kwargs);
   config.methods = methods;
-  for (const std::string& m : methods)
-    if (m != "dense") find_method(m);
   for (const py::handle& b : budgets) config.budgets.push_back(budget_of(b, c.capture->tokens()));
-  if (config.budgets.empty()) throw InputError("no budget given");
   config.probes = count_of(probes, "probes");
   config.chunk = count_of(chunk, "chunk");
   config.last_chunks = count_of(chunks, "chunks");
@@ -278,10 +264,8 @@ PYBIND11_MODULE(kvscope, m) {
     for (const kv::MethodSpec& spec : kv::method_table()) {
       py::dict options;
       for (const char* flag : spec.options) {
-        std::string keyword = flag;
-        for (char& c : keyword)
-          if (c == '-') c = '_';
-        options[py::str(keyword)] = kv::find_option(flag).text(defaults);
+        const kv::OptionSpec& option = kv::find_option(flag);
+        options[py::str(option.keyword())] = option.text(defaults);
       }
       py::dict method;
       method["name"] = spec.name;
