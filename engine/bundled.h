@@ -6,9 +6,10 @@
 
 namespace kv {
 
-// assets/`relative`: beside an installed binary (PREFIX/share/kvscope/assets
-// for PREFIX/bin/kvscope, as `cmake --install` and the .deb lay it out), else
-// in the source tree the binary was built from.
+// assets/`relative`: beside an installed binary or Python module
+// (PREFIX/share/kvscope/assets for PREFIX/bin/kvscope or
+// PREFIX/lib/python3/dist-packages/kvscope.so, as `cmake --install` and the
+// .deb lay it out), else in the source tree they were built from.
 std::filesystem::path bundled_asset(const std::string& relative);
 
 }  // namespace kv

@@ -25,7 +25,12 @@ if [ -n "${KVSCOPE_PYTHON:-}" ]; then
   PYTHONPATH="$work/prefix/lib/python3/dist-packages" "$KVSCOPE_PYTHON" -c "import kvscope
 c = kvscope.Capture.open('$work/prefix/share/kvscope/assets/real-passkey-4k.safetensors')
 r = kvscope.evaluate(c, ['quest'], ['3%'], 'decode', layers=[4], probes=4)
-assert kvscope.__file__.startswith('$work/prefix') and r[0]['method'] == 'quest', kvscope.__file__" >py.txt 2>&1 ||
+assert kvscope.__file__.startswith('$work/prefix') and r[0]['method'] == 'quest', kvscope.__file__
+import os; assert os.path.exists(os.path.join(os.path.dirname(kvscope.__file__), 'kvscope.pyi')), 'no kvscope.pyi'
+m = kvscope.Model('$work/prefix/share/kvscope/assets/models/stories260K/stories260K.bin')
+assert m.generate('Once upon a time', 8)['ids'], 'no tokens'
+p = m.perplexity(length=64, scored=4, methods=['dense'])
+assert p['results'] and p['text'].startswith('$work/prefix/share/kvscope/assets'), p['text']" >py.txt 2>&1 ||
     fail "the installed Python module: $(tail -1 py.txt)"
   echo "ok: the installed Python module from PREFIX/lib/python3/dist-packages"
 fi
@@ -42,5 +47,6 @@ grep -q "capture $work/root/usr/share/kvscope/assets/real-passkey-4k.safetensors
   fail "the .deb's kvscope did not open its own bundled capture: $(head -1 deb.txt)"
 if [ -n "${KVSCOPE_PYTHON:-}" ]; then
   ls "$work"/root/usr/lib/python3/dist-packages/kvscope.*.so >/dev/null 2>&1 || fail "the .deb lacks the Python module"
+  [ -f "$work"/root/usr/lib/python3/dist-packages/kvscope.pyi ] || fail "the .deb lacks the module's type stubs"
 fi
 echo "ok: the .deb ($(basename "$deb"), Depends: $depends) unpacked and run"

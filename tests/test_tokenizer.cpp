@@ -8,11 +8,14 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "error.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
+#include "random.h"
 
 namespace kv {
 namespace {
@@ -141,6 +144,67 @@ TEST(Tokenizer, Llama2cRoundTripAndRefusals) {
   const int32_t huge = 1 << 30;
   std::memcpy(hostile.data() + 8, &huge, 4);  // the first token's length
   EXPECT_THROW(model::parse_llama2c_tokenizer(hostile, 512, "t"), InputError);
+}
+
+// run.c's encode as it is written: every pass over the whole list finds the
+// best-scoring pair of neighbours (the first of equal scores) and merges it.
+std::vector<int32_t> llama2c_encode_quadratic(const std::string& bytes, const std::string& text) {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::map<std::string, int32_t> id_of;
+  size_t at = 4;
+  while (at < bytes.size()) {
+    float score;
+    int32_t length;
+    std::memcpy(&score, bytes.data() + at, 4);
+    std::memcpy(&length, bytes.data() + at + 4, 4);
+    id_of.emplace(bytes.substr(at + 8, size_t(length)), int32_t(pieces.size()));
+    pieces.push_back(bytes.substr(at + 8, size_t(length)));
+    scores.push_back(score);
+    at += 8 + size_t(length);
+  }
+  auto lookup = [&](const std::string& piece) { const auto it = id_of.find(piece); return it == id_of.end() ? -1 : it->second; };
+  std::vector<int32_t> ids{lookup(" ")};
+  for (size_t i = 0; i < text.size();) {
+    size_t length = 1;
+    while (i + length < text.size() && length < 4 && (uint8_t(text[i + length]) & 0xC0) == 0x80) ++length;
+    if (const int32_t id = lookup(text.substr(i, length)); id >= 0) ids.push_back(id);
+    else for (size_t k = 0; k < length; ++k) ids.push_back(int32_t(uint8_t(text[i + k])) + 3);
+    i += length;
+  }
+  for (;;) {
+    float best_score = -1e10f;
+    int32_t best_id = -1;
+    size_t best = 0;
+    for (size_t k = 0; k + 1 < ids.size(); ++k) {
+      const int32_t id = lookup(pieces[size_t(ids[k])] + pieces[size_t(ids[k + 1])]);
+      if (id >= 0 && scores[size_t(id)] > best_score) best_score = scores[size_t(id)], best_id = id, best = k;
+    }
+    if (best_id < 0) return ids;
+    ids[best] = best_id;
+    ids.erase(ids.begin() + long(best) + 1);
+  }
+}
+
+TEST(Tokenizer, Llama2cMergesAsRunC) {
+  std::ifstream in(KVSCOPE_ASSETS "/models/stories260K/tok512.bin", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto tokenizer = model::parse_llama2c_tokenizer(bytes, 512, "tok512");
+  std::ifstream text_in(KVSCOPE_ASSETS "/text/licenses.txt", std::ios::binary);
+  const std::string corpus((std::istreambuf_iterator<char>(text_in)), std::istreambuf_iterator<char>());
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Random random(seed);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::string text;
+    if (trial % 2) {  // runs of few letters: many equal-scoring pairs
+      const std::string letters = trial % 4 == 1 ? "ab " : "the é";
+      for (uint64_t n = 1 + random.below(300); n--;) text += letters[random.below(letters.size())];
+    } else {
+      text = corpus.substr(random.below(corpus.size() - 2000), 1 + random.below(2000));
+    }
+    EXPECT_EQ(tokenizer->encode(text), llama2c_encode_quadratic(bytes, text)) << text;
+  }
 }
 
 }  // namespace

@@ -101,4 +101,14 @@ std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Che
   return results;
 }
 
+nlohmann::json perplexity_json(const PerplexityConfig& config, const std::vector<PerplexityResult>& results) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const PerplexityResult& r : results)
+    all.push_back({{"method", r.method}, {"budget", r.budget}, {"regime", regime_name(r.regime)}, {"plan", plan_json(r.plan)},
+                   {"mean_nll", r.mean_nll}, {"perplexity", r.perplexity()}, {"scored", r.scored}});
+  const MethodSweep& sweep = config.sweep;
+  return {{"scored", config.scored}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
+          {"options", method_options_json(sweep.methods, sweep.options)}, {"results", all}};
+}
+
 }  // namespace kv::model

@@ -4,6 +4,7 @@
 // prefill path chunk by chunk (each chunk's attention through the method).
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,9 @@ struct PerplexityResult {
 std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Checkpoint& checkpoint,
                                              const std::vector<int32_t>& tokens, const PerplexityConfig& config,
                                              const std::function<void(size_t, size_t)>& progress = {});
+
+// The results as `kvscope ppl --json` holds them (docs/cli.md): one object
+// each under "results", beside the sweep's settings.
+nlohmann::json perplexity_json(const PerplexityConfig& config, const std::vector<PerplexityResult>& results);
 
 }  // namespace kv::model

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <queue>
 #include <sstream>
 #include <unordered_map>
 
@@ -402,19 +403,51 @@ class Llama2cTokenizer final : public Tokenizer {
       }
       i += length;
     }
-    for (;;) {
-      float best_score = -1e10f;
-      int32_t best_id = -1;
-      size_t best = 0;
-      for (size_t k = 0; k + 1 < ids.size(); ++k) {
-        const int32_t id = lookup(piece(ids[k]) + piece(ids[k + 1]));
-        if (id >= 0 && scores_[size_t(id)] > best_score) best_score = scores_[size_t(id)], best_id = id, best = k;
-      }
-      if (best_id < 0) break;
-      ids[best] = best_id;
-      ids.erase(ids.begin() + long(best) + 1);
+    return merge(std::move(ids));
+  }
+
+  // run.c's loop, merging the best-scoring pair of neighbours (the leftmost
+  // of equal scores) until none merges, in O(n log n): a heap of candidate
+  // pairs over a linked list, a pair dropped when either side has changed.
+  // Whole documents (ppl's text) took minutes the quadratic way.
+  std::vector<int32_t> merge(std::vector<int32_t> ids) const {
+    const size_t n = ids.size();
+    std::vector<size_t> next(n), prev(n);
+    std::vector<uint32_t> version(n, 0);
+    std::vector<bool> alive(n, true);
+    for (size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k - 1;  // prev[0] wraps: never read while alive
+    struct Pair {
+      float score;
+      size_t left, right;
+      uint32_t left_version, right_version;
+      int32_t id;
+      bool operator<(const Pair& o) const { return score < o.score || (score == o.score && left > o.left); }
+    };
+    std::priority_queue<Pair> heap;
+    auto consider = [&](size_t left) {
+      if (left >= n || next[left] >= n) return;
+      const size_t right = next[left];
+      const int32_t id = lookup(piece(ids[left]) + piece(ids[right]));
+      if (id >= 0) heap.push({scores_[size_t(id)], left, right, version[left], version[right], id});
+    };
+    for (size_t k = 0; k + 1 < n; ++k) consider(k);
+    while (!heap.empty()) {
+      const Pair p = heap.top();
+      heap.pop();
+      if (!alive[p.left] || !alive[p.right] || next[p.left] != p.right || version[p.left] != p.left_version ||
+          version[p.right] != p.right_version)
+        continue;
+      ids[p.left] = p.id;
+      ++version[p.left];
+      alive[p.right] = false;
+      next[p.left] = next[p.right];
+      if (next[p.right] < n) prev[next[p.right]] = p.left;
+      if (p.left > 0 && alive[prev[p.left]]) consider(prev[p.left]);
+      consider(p.left);
     }
-    return ids;
+    std::vector<int32_t> merged;
+    for (size_t k = 0; k < n; k = next[k]) merged.push_back(ids[k]);
+    return merged;
   }
 
   std::string decode(int32_t previous, int32_t token) const override {

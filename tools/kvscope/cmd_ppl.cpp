@@ -54,15 +54,12 @@ PplArgs parse_ppl_args(const Args& args) {
 }
 
 nlohmann::json ppl_json(const PplArgs& a, const std::string& device, const std::vector<model::PerplexityResult>& results) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const model::PerplexityResult& r : results)
-    all.push_back({{"method", r.method}, {"budget", r.budget}, {"regime", model::regime_name(r.regime)},
-                   {"plan", model::plan_json(r.plan)}, {"mean_nll", r.mean_nll}, {"perplexity", r.perplexity()},
-                   {"scored", r.scored}});
-  const model::MethodSweep& sweep = a.config.sweep;
-  return {{"model", a.model.string()}, {"device", device}, {"text", a.text_file}, {"length", a.length},
-          {"chunk", a.config.chunk}, {"dense_layers", sweep.dense_layers},
-          {"options", model::method_options_json(sweep.methods, sweep.options)}, {"results", all}};
+  nlohmann::json j = model::perplexity_json(a.config, results);
+  j["model"] = a.model.string();
+  j["device"] = device;
+  j["text"] = a.text_file;
+  j["length"] = a.length;
+  return j;
 }
 
 }  // namespace

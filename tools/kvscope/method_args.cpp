@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "methods/table.h"
+#include "model/generate.h"
 
 namespace kv::cli {
 
@@ -128,18 +129,7 @@ model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem:
 
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint) {
-  const uint32_t vocab = checkpoint.config().vocab;
-  if (args.has("tokenizer")) return model::open_tokenizer(args.text("tokenizer"), vocab);
-  if (checkpoint.gguf()) {
-    if (checkpoint.embedded_tokenizer().empty())
-      throw InputError(model_path.string() + ": the GGUF file holds no tokenizer: give its tokenizer.json", "tokenizer");
-    return model::parse_hf_tokenizer(checkpoint.embedded_tokenizer(), model_path.string() + " (its tokenizer)");
-  }
-  if (!checkpoint.random()) return model::open_tokenizer(model::default_tokenizer(model_path), vocab);
-  std::filesystem::path folder = std::filesystem::is_directory(model_path) ? model_path : model_path.parent_path();
-  if (folder.empty()) folder = ".";
-  if (std::filesystem::exists(folder / "tokenizer.json")) return model::open_tokenizer(folder / "tokenizer.json", vocab);
-  return model::token_id_tokenizer(vocab);
+  return model::model_tokenizer(model_path, checkpoint, args.text("tokenizer", ""));
 }
 
 void require_text_tokenizer(const model::Tokenizer& tokenizer, const std::string& command) {

@@ -6,16 +6,24 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <random>
 
+#include "bundled.h"
 #include "capture.h"
 #include "error.h"
 #include "evaluator.h"
 #include "method_options.h"
 #include "methods/table.h"
+#include "model/checkpoint.h"
+#include "model/files.h"
+#include "model/generate.h"
+#include "model/needle.h"
+#include "model/perplexity.h"
+#include "model/prompts.h"
 #include "vk/device.h"
 
 namespace py = pybind11;
@@ -226,6 +234,183 @@ py::list evaluate_methods(const PyCapture& c, const std::vector<std::string>& me
   return records;
 }
 
+py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+py::dict stage_ms(const std::vector<vk::StageTime>& times) {
+  py::dict out;
+  for (const vk::StageTime& t : times) {
+    const py::str stage(t.stage);
+    out[stage] = (out.contains(stage) ? out[stage].cast<double>() : 0.0) + t.milliseconds;
+  }
+  return out;
+}
+
+// A model's weights and tokenizer, opened once; each call sizes its own run
+// (as each CLI command does).
+struct PyModel {
+  std::string path;
+  std::shared_ptr<model::Checkpoint> checkpoint;
+  std::shared_ptr<model::Tokenizer> tokenizer;
+  py::object device;  // a kvscope.Device, or None for the default
+};
+
+PyModel open_model(const std::string& path, bool random_weights, int64_t seed, const py::object& tokenizer,
+                   const py::object& device) {
+  PyModel m;
+  m.path = path;
+  m.checkpoint = std::make_shared<model::Checkpoint>(random_weights ? model::Checkpoint::random(path, count_of(seed, "seed"))
+                                                                    : model::Checkpoint::open(path));
+  m.tokenizer = model::model_tokenizer(path, *m.checkpoint, tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>());
+  m.device = device;
+  return m;
+}
+
+void require_text(const PyModel& m, const char* what) {
+  if (model::is_token_ids(*m.tokenizer))
+    throw InputError(std::string(what) + "'s prompts are text, and random weights without a tokenizer take token ids: give tokenizer=");
+}
+
+std::vector<uint32_t> counts_of(const py::object& values, const char* what) {
+  std::vector<uint32_t> out;
+  if (values.is_none()) return out;
+  for (const py::handle& v : values) out.push_back(count_of(v.cast<int64_t>(), what));
+  return out;
+}
+
+std::vector<std::string> names_of(const py::object& values) {
+  if (py::isinstance<py::str>(values)) return {values.cast<std::string>()};
+  return values.cast<std::vector<std::string>>();
+}
+
+model::SelectionPlan plan_from(const py::object& method, int64_t budget, const py::object& prefill_method,
+                               int64_t prefill_budget, const py::object& dense_layers, const py::kwargs& kwargs) {
+  model::SelectionPlan plan;
+  plan.options = options_from(kwargs);
+  auto block = [](const py::object& name, int64_t budget, const char* budget_name, std::string& method, uint32_t& out) {
+    method = name.is_none() ? "" : name.cast<std::string>();
+    if (method == "dense") method.clear();
+    if (!method.empty()) {
+      find_method(method);
+      if (budget <= 0) throw InputError(std::string("a method needs a positive ") + budget_name);
+      out = count_of(budget, budget_name);
+    } else if (budget) {
+      throw InputError(std::string(budget_name) + " without its method");
+    }
+  };
+  block(method, budget, "budget", plan.decode_method, plan.decode_budget);
+  block(prefill_method, prefill_budget, "prefill_budget", plan.prefill_method, plan.prefill_budget);
+  plan.dense_layers = counts_of(dense_layers, "dense_layers");
+  return plan;
+}
+
+model::MethodSweep sweep_from(const py::object& methods, const py::object& budgets, const std::string& regime,
+                              int64_t prefill_budget, const py::object& dense_layers, const py::kwargs& kwargs) {
+  model::MethodSweep sweep;
+  sweep.methods = names_of(methods);
+  sweep.budgets = counts_of(budgets, "budgets");
+  sweep.regime = model::parse_regime(regime);
+  sweep.prefill_budget = count_of(prefill_budget, "prefill_budget");
+  sweep.dense_layers = counts_of(dense_layers, "dense_layers");
+  sweep.options = options_from(kwargs);
+  model::check_sweep(sweep);
+  return sweep;
+}
+
+py::dict model_generate(const PyModel& m, const std::string& prompt, int64_t steps, const py::object& method, int64_t budget,
+                        const py::object& prefill_method, int64_t prefill_budget, const py::object& dense_layers,
+                        double temperature, double top_p, int64_t seed, int64_t chunk, const py::kwargs& kwargs) {
+  model::GenerateConfig config;
+  config.steps = count_of(steps, "steps");
+  config.chunk = count_of(chunk, "chunk");
+  config.temperature = temperature;
+  config.top_p = top_p;
+  config.seed = count_of(seed, "seed");
+  config.plan = plan_from(method, budget, prefill_method, prefill_budget, dense_layers, kwargs);
+  const vk::Device& d = device_or_default(m.device);
+  model::Generation g;
+  {
+    py::gil_scoped_release release;
+    g = model::generate(d, *m.checkpoint, *m.tokenizer, prompt, config);
+  }
+  py::dict out;
+  out["text"] = g.text;
+  out["ids"] = g.ids;
+  out["prompt_ids"] = g.prompt;
+  out["selection"] = from_json(model::plan_json(config.plan));
+  out["time_to_first_token_ms"] = g.prefill_seconds * 1e3;
+  out["decode_ms_per_token"] = g.decode_ms;
+  out["gpu_ms_by_stage"] = stage_ms(g.stage_times);
+  out["gpu_ms_by_part"] = g.ms_by_part;
+  return out;
+}
+
+py::object model_needle(const PyModel& m, const std::string& task, const py::object& lengths, const py::object& depths,
+                        int64_t samples, const py::object& methods, const py::object& budgets, const std::string& regime,
+                        int64_t prefill_budget, const py::object& dense_layers, const py::object& haystack, int64_t chunk,
+                        int64_t seed, const py::kwargs& kwargs) {
+  require_text(m, "needle");
+  model::NeedleConfig config;
+  model::NeedlePrompts& p = config.prompts;
+  p.task = model::parse_needle_task(task);
+  p.lengths = counts_of(lengths, "lengths");
+  p.depths = depths.cast<std::vector<double>>();
+  p.samples = count_of(samples, "samples");
+  p.seed = count_of(seed, "seed");
+  if (p.task == model::NeedleTask::kv)
+    p.haystack = haystack.is_none() ? model::read_text_file(bundled_asset("text/licenses.txt")) : haystack.cast<std::string>();
+  config.sweep = sweep_from(methods, budgets, regime, prefill_budget, dense_layers, kwargs);
+  config.chunk = count_of(chunk, "chunk");
+  const vk::Device& d = device_or_default(m.device);
+  std::vector<model::NeedleResult> results;
+  {
+    py::gil_scoped_release release;
+    results = model::run_needle(d, *m.checkpoint, *m.tokenizer, config);
+  }
+  nlohmann::json j = model::needle_json(config, results);
+  j["model"] = m.path;
+  j["device"] = d.info().name;
+  return from_json(j);
+}
+
+py::object model_perplexity(const PyModel& m, const py::object& text, int64_t length, int64_t scored,
+                            const py::object& methods, const py::object& budgets, const std::string& regime,
+                            const py::object& dense_layers, int64_t chunk, const py::kwargs& kwargs) {
+  require_text(m, "perplexity");
+  model::PerplexityConfig config;
+  config.scored = count_of(scored, "scored");
+  config.chunk = count_of(chunk, "chunk");
+  config.sweep = sweep_from(methods, budgets, regime, 0, dense_layers, kwargs);
+  const std::string source_name = text.is_none() ? bundled_asset("text/licenses.txt").string() : "(the text given)";
+  const std::string source = text.is_none() ? model::read_text_file(source_name) : text.cast<std::string>();
+  std::vector<int32_t> tokens = model::prompt_tokens(*m.tokenizer, m.checkpoint->config(), source);
+  const uint32_t want = count_of(length, "length");
+  if (tokens.size() < want)
+    throw InputError("the text holds " + std::to_string(tokens.size()) + " tokens, fewer than " + std::to_string(want), "length");
+  tokens.resize(want);
+  const vk::Device& d = device_or_default(m.device);
+  std::vector<model::PerplexityResult> results;
+  {
+    py::gil_scoped_release release;
+    results = model::run_perplexity(d, *m.checkpoint, tokens, config);
+  }
+  nlohmann::json j = model::perplexity_json(config, results);
+  j["model"] = m.path;
+  j["device"] = d.info().name;
+  j["length"] = want;
+  j["text"] = source_name;
+  return from_json(j);
+}
+
+// The methods and their options, from the method table, for the docstrings.
+std::string methods_doc() {
+  std::string doc = "\n\nMethods: ";
+  for (size_t i = 0; i < method_table().size(); ++i) doc += (i ? ", " : "") + std::string(method_table()[i].name);
+  doc += ".\nMethod options (keyword=default):\n";
+  const MethodOptions defaults;
+  for (const OptionSpec& o : option_table()) doc += "    " + o.keyword() + "=" + o.text(defaults) + "  " + o.help + "\n";
+  return doc;
+}
+
 }  // namespace
 }  // namespace kv::python
 
@@ -278,6 +463,30 @@ PYBIND11_MODULE(kvscope, m) {
   }, "The method table: each method's name, one-line summary and options (keyword: default), and whether a "
      "model run can feed it.");
 
+  m.def("options", [] {
+    py::list out;
+    const kv::MethodOptions defaults;
+    for (const kv::OptionSpec& o : kv::option_table()) {
+      py::dict option;
+      option["keyword"] = o.keyword();
+      option["flag"] = std::string("--") + o.flag;
+      option["help"] = o.help;
+      option["default"] = o.text(defaults);
+      std::vector<std::string> choices(o.names.begin(), o.names.end());
+      option["choices"] = choices;
+      option["lowest"] = o.lowest;
+      option["highest"] = o.highest;
+      std::vector<std::string> readers;
+      for (const kv::MethodSpec& spec : kv::method_table())
+        for (const char* flag : spec.options)
+          if (std::string(flag) == o.flag) readers.push_back(spec.name);
+      option["methods"] = readers;
+      out.append(option);
+    }
+    return out;
+  }, "The option table: each method option's keyword, CLI flag, help, default, named choices (empty for a count), "
+     "range and the methods that read it.");
+
   py::class_<PyDevice>(m, "Device", "A Vulkan device: the best one, or one named by index or by part of its name.")
       .def(py::init(&open_device), py::arg("name_or_index") = py::none())
       .def_property_readonly("name", [](const PyDevice& d) { return d.device->info().name; })
@@ -308,14 +517,65 @@ PYBIND11_MODULE(kvscope, m) {
         return d;
       }, py::arg("layer"));
 
+  const std::string methods_doc = kv::python::methods_doc();
+  static std::deque<std::string> docs;  // pybind11 keeps the pointers: they must not move
+  auto doc = [&](const std::string& text) { return docs.emplace_back(text + methods_doc).c_str(); };
+
+  py::class_<PyModel>(m, "Model",
+                      "A Llama-family model (Hugging Face directory, llama2.c .bin or GGUF file), or with "
+                      "random_weights=True a config.json (or its folder) with random weights drawn on the device: "
+                      "speed at a model's real size. The tokenizer is the model's own unless one is given.")
+      .def(py::init(&open_model), py::arg("path"), py::kw_only(), py::arg("random_weights") = false, py::arg("seed") = 0,
+           py::arg("tokenizer") = py::none(), py::arg("device") = py::none())
+      .def_property_readonly("config", [](const PyModel& m) {
+        const kv::model::ModelConfig& c = m.checkpoint->config();
+        py::dict d;
+        d["architecture"] = c.architecture;
+        d["layers"] = c.layers;
+        d["hidden"] = c.hidden;
+        d["heads"] = c.heads;
+        d["kv_heads"] = c.kv_heads;
+        d["head_dim"] = c.head_dim;
+        d["vocab"] = c.vocab;
+        d["max_positions"] = c.max_positions;
+        return d;
+      })
+      .def("__repr__", [](const PyModel& m) { return "kvscope.Model('" + m.path + "')"; })
+      .def("generate", &model_generate, py::arg("prompt"), py::arg("steps") = 256, py::kw_only(),
+           py::arg("method") = py::none(), py::arg("budget") = 0, py::arg("prefill_method") = py::none(),
+           py::arg("prefill_budget") = 0, py::arg("dense_layers") = py::none(), py::arg("temperature") = 0.0,
+           py::arg("top_p") = 0.9, py::arg("seed") = 0, py::arg("chunk") = 128,
+           doc("Generates up to `steps` tokens after `prompt` (BOS first where the model has one), as "
+               "`kvscope generate` does: method/budget inside each decode step's attention, prefill_method/"
+               "prefill_budget inside each prefill chunk's, dense_layers kept dense. Returns text, ids, prompt_ids, "
+               "selection, time_to_first_token_ms, decode_ms_per_token, gpu_ms_by_stage and gpu_ms_by_part."))
+      .def("needle", &model_needle, py::kw_only(), py::arg("task") = "passkey",
+           py::arg("lengths") = std::vector<uint32_t>{2048}, py::arg("depths") = std::vector<double>{0.1, 0.3, 0.5, 0.7, 0.9},
+           py::arg("samples") = 1, py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},
+           py::arg("budgets") = std::vector<uint32_t>{64, 256, 1024}, py::arg("regime") = "decode",
+           py::arg("prefill_budget") = 0, py::arg("dense_layers") = py::none(), py::arg("haystack") = py::none(),
+           py::arg("chunk") = 128, py::arg("seed") = 0,
+           doc("Retrieval accuracy with each method and budget inside the model, as `kvscope needle --json` "
+               "writes it (a dict; its results one per length, depth, method and budget). task passkey or kv "
+               "(kv hides its fact in `haystack`, default the bundled licence texts); regime decode, prefill "
+               "or both."))
+      .def("perplexity", &model_perplexity, py::kw_only(), py::arg("text") = py::none(), py::arg("length") = 4096,
+           py::arg("scored") = 512, py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},
+           py::arg("budgets") = std::vector<uint32_t>{64, 256, 1024}, py::arg("regime") = "decode",
+           py::arg("dense_layers") = py::none(), py::arg("chunk") = 128,
+           doc("Perplexity of the first `length` tokens of `text` (default the bundled licence texts) on its "
+               "last `scored` predictions with each method and budget inside the model, as `kvscope ppl --json` "
+               "writes it (a dict; mean_nll and perplexity per result)."));
+
   m.def("select", &select_keys, py::arg("capture"), py::arg("layer"), py::arg("method"), py::arg("budget"), py::arg("regime"),
         py::kw_only(), py::arg("probes") = 64, py::arg("chunk") = 128, py::arg("chunks") = 0,
         py::arg("device") = py::none(),
-        "One method's selection for every decode probe or prefill chunk of a layer, as `kvscope select` writes it: "
-        "indices [blocks, rows, width] (ascending, -1 padded) and block_pos [blocks]. Method options as keywords.");
+        doc("One method's selection for every decode probe or prefill chunk of a layer, as `kvscope select` "
+            "writes it: indices [blocks, rows, width] (ascending, -1 padded) and block_pos [blocks]. Method "
+            "options as keywords."));
   m.def("evaluate", &evaluate_methods, py::arg("capture"), py::arg("methods"), py::arg("budgets"), py::arg("regime"),
         py::arg("layers") = py::none(), py::kw_only(), py::arg("probes") = 64, py::arg("chunk") = 128,
         py::arg("chunks") = 0, py::arg("device") = py::none(),
-        "Methods x budgets (key counts or '3%' of T) on each layer, as `kvscope eval` runs them: a record each "
-        "(coverage, recall, output_error, needle_recall, gpu_ms by stage), ready for pandas.DataFrame.");
+        doc("Methods x budgets (key counts or '3%' of T) on each layer, as `kvscope eval` runs them: a record "
+            "each (coverage, recall, output_error, needle_recall, gpu_ms by stage), ready for pandas.DataFrame."));
 }

@@ -9,6 +9,7 @@ import json
 import os
 import struct
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -17,6 +18,8 @@ import pytest
 import kvscope
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "tools", "figures"))
+import kvscope_figures  # noqa: E402
 CAPTURE = os.path.join(ROOT, "assets", "real-passkey-4k.safetensors")
 KVSCOPE = os.path.join(os.environ.get("KVSCOPE_BIN", os.path.join(ROOT, "build", "bin")), "kvscope")
 
@@ -172,3 +175,114 @@ def test_methods_are_the_table():
     help_text = cli("eval", "--help")
     for name, method in methods.items():
         assert method["summary"] in help_text, name
+
+
+STORIES = os.path.join(ROOT, "assets", "models", "stories260K", "stories260K.bin")
+DEBIAN5M = os.path.join(ROOT, "assets", "models", "llama-debian-5m")
+
+
+@pytest.mark.parametrize("plan,flags", [
+    ({}, []),
+    ({"method": "quest", "budget": 16, "page_size": 4}, ["--method", "quest", "--budget", "16", "--page-size", "4"]),
+    ({"prefill_method": "quoka", "prefill_budget": 8, "n_q": 4, "chunk": 8},
+     ["--prefill-method", "quoka", "--prefill-budget", "8", "--n-q", "4", "--chunk", "8"]),
+])
+def test_model_generate_is_the_cli_generate(plan, flags):
+    model = kvscope.Model(STORIES)
+    assert model.config["layers"] == 5 and model.config["vocab"] == 512
+    prompt = "Once upon a time, Lily found a red ball in the park. She"
+    got = model.generate(prompt, 48, **plan)
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "g.json")
+        text = cli("generate", "--model", STORIES, "--prompt", prompt, "--steps", "48", "--json", out, *flags)
+        with open(out) as f:
+            want = json.load(f)
+    assert got["ids"] == want["generated_ids"] and got["text"] == want["generated_text"]
+    assert text == got["text"] + "\n"
+    assert got["selection"] == want["selection"]
+    assert got["time_to_first_token_ms"] > 0 and set(got["gpu_ms_by_part"]) == set(want["gpu_ms_by_part"])
+
+
+def test_model_needle_and_perplexity_are_the_cli_runs():
+    model = kvscope.Model(DEBIAN5M)
+    needle = model.needle(lengths=[160], depths=[0.5], methods=["dense", "streaming"], budgets=[32], n_sink=2)
+    ppl = model.perplexity(length=128, scored=8, methods=["dense", "quest"], budgets=[32])
+    with tempfile.TemporaryDirectory() as folder:
+        needle_out, ppl_out = os.path.join(folder, "n.json"), os.path.join(folder, "p.json")
+        cli("needle", "--model", DEBIAN5M, "--lengths", "160", "--depths", "0.5", "--methods", "dense,streaming",
+            "--budgets", "32", "--n-sink", "2", "--json", needle_out)
+        cli("ppl", "--model", DEBIAN5M, "--length", "128", "--scored", "8", "--methods", "dense,quest",
+            "--budgets", "32", "--json", ppl_out)
+        with open(needle_out) as f:
+            want_needle = json.load(f)
+        with open(ppl_out) as f:
+            want_ppl = json.load(f)
+        # The figures from the module's results and from the CLI's files.
+        assert kvscope_figures.needle_figure(needle).axes and kvscope_figures.ppl_figure(ppl).axes
+        cli_figures(folder, "needle", needle_out)
+        cli_figures(folder, "ppl", ppl_out)
+    assert needle["results"] == want_needle["results"] and needle["options"] == want_needle["options"]
+    assert ppl["results"] == want_ppl["results"] and len(ppl["results"]) == 3
+
+
+def cli_figures(folder, kind, results):
+    out = os.path.join(folder, kind + ".png")
+    script = os.path.join(ROOT, "tools", "figures", "kvscope_figures.py")
+    done = subprocess.run([sys.executable, script, kind, results, out], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with open(out, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_figures_of_records_and_refusals(capture):
+    records = kvscope.evaluate(capture, ["dense", "quest", "streaming"], [16, 64], "decode", probes=2)
+    assert len(kvscope_figures.recall_figure(records).axes) == 2
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "records.json")
+        with open(path, "w") as f:
+            json.dump(records, f)
+        cli_figures(folder, "recall", path)
+        script = os.path.join(ROOT, "tools", "figures", "kvscope_figures.py")
+        wrong = subprocess.run([sys.executable, script, "needle", path, os.path.join(folder, "n.png")],
+                               capture_output=True, text=True)
+        assert wrong.returncode != 0 and "not needle results" in wrong.stderr
+        assert not os.path.exists(os.path.join(folder, "n.png"))
+
+
+def test_stubs_name_every_method_and_option():
+    import ast
+    stubs = os.path.join(os.path.dirname(kvscope.__file__), "kvscope.pyi")
+    with open(stubs) as f:
+        text = f.read()
+    tree = ast.parse(text)
+    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    for name in ("select", "evaluate", "generate", "needle", "perplexity"):
+        keywords = {a.arg for a in functions[name].args.kwonlyargs}
+        assert {o["keyword"] for o in kvscope.options()} <= keywords, name
+    for method in kvscope.methods():
+        assert repr(method["name"]) in text
+
+
+def test_model_bad_input_raises_value_error():
+    model = kvscope.Model(STORIES)
+    with pytest.raises(ValueError, match="budget"):
+        model.generate("Once", 4, method="quest")
+    with pytest.raises(ValueError, match="page_size"):
+        model.generate("Once", 4, method="quest", budget=8, page_sise=4)
+    with pytest.raises(ValueError):
+        model.generate("Once", 4, method="snapkv", budget=8)  # reads every past query
+    with pytest.raises(ValueError):
+        model.generate("Once", 100000)  # past the model's context
+    with pytest.raises(ValueError):
+        model.generate("Once", 4, temperature=-1.0)
+    with pytest.raises(ValueError):
+        model.needle(lengths=[10])
+    with pytest.raises(ValueError):
+        model.perplexity(length=100, scored=200)
+    with pytest.raises(ValueError):
+        kvscope.Model(os.path.join(ROOT, "README.md"))
+    shape = os.path.join(ROOT, "assets", "shapes", "llama-3.2-1b.json")
+    random = kvscope.Model(shape, random_weights=True)
+    assert random.config["layers"] == 16
+    with pytest.raises(ValueError, match="tokenizer"):
+        random.needle(lengths=[256])
