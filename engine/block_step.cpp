@@ -1,6 +1,7 @@
 #include "block_step.h"
 
 #include "error.h"
+#include "methods/table.h"
 
 namespace kv {
 
@@ -35,9 +36,39 @@ AttentionRequest sparse_request(const vk::Buffer& queries, const Block& block, c
   return r;
 }
 
+const CaptureLayer* choosing_layer(const Capture& capture, const CaptureLayer& layer, const std::string& method,
+                                   const MethodOptions& options, bool or_null) {
+  const uint32_t chooser = selecting_layer(find_method(method), uint32_t(layer.index), options);
+  if (chooser == uint32_t(layer.index)) return &layer;
+  std::string held;
+  for (const CaptureLayer& l : capture.layers()) {
+    if (l.index == int(chooser)) return &l;
+    held.append(held.empty() ? "" : ",").append(std::to_string(l.index));
+  }
+  if (or_null) return nullptr;
+  throw InputError(method + " attends layer " + std::to_string(layer.index) + " with the set layer " +
+                       std::to_string(chooser) + " chose, and the capture holds layers " + held +
+                       ": capture every layer (kvscope capture --layers all)",
+                   "layers");
+}
+
+ChoosingLayer::ChoosingLayer(const vk::Device& device, const Capture& capture, const CaptureLayer& evaluated,
+                             const CaptureLayer& chooser, uint32_t max_queries) {
+  if (&chooser == &evaluated) return;
+  layer = std::make_unique<GpuLayer>(device, capture, chooser);
+  queries = std::make_unique<BlockQueries>(device, chooser, max_queries);
+}
+
+BlockInputs ChoosingLayer::inputs(const Block& block, const BlockInputs& own) const {
+  if (!queries) return own;
+  queries->upload(block);
+  return {&queries->buffer(), nullptr};
+}
+
 void record_selection_step(vk::Pass& pass, Method& method, const GpuLayer& gpu, const Block& block,
                            const BlockInputs& inputs, uint32_t budget, const vk::Buffer& list, const Attention& sparse,
-                           const SelectionMetrics& metrics, const StepReference& reference) {
+                           const SelectionMetrics& metrics, const StepReference& reference,
+                           const vk::Buffer* layer_queries) {
   const uint32_t width = method.list_width(budget), per_row = selection_rows(gpu.shape, method.granularity()).heads_per_row;
   {
     vk::Pass::PartScope part(pass, vk::Part::selection);
@@ -45,7 +76,8 @@ void record_selection_step(vk::Pass& pass, Method& method, const GpuLayer& gpu, 
   }
   {
     vk::Pass::PartScope part(pass, vk::Part::attention);
-    sparse.record(pass, gpu, sparse_request(*inputs.queries, block, list, per_row, width), "sparse_attention");
+    sparse.record(pass, gpu, sparse_request(layer_queries ? *layer_queries : *inputs.queries, block, list, per_row, width),
+                  "sparse_attention");
   }
   metrics.record(pass, block.n_queries, *reference.dense, sparse, list, width, per_row, *reference.oracle_list, budget,
                  reference.oracle_heads_per_row, reference.needle, block.candidates());

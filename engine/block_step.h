@@ -1,4 +1,6 @@
 #pragma once
+#include <memory>
+#include <string>
 // Pieces of one selection step shared by the evaluator (eval, select) and the
 // inspector (the viewer): the block list, its queries on the device, the rows
 // of a selection, and the attended set of docs/methods.md.
@@ -44,12 +46,35 @@ struct StepReference {
   NeedleSpan needle;
 };
 
+// The capture's layer whose queries and keys choose `method`'s set for
+// `layer` (selecting_layer in methods/table.h: another one for LessIsMore's
+// reusing layers); InputError where the capture lacks it, unless `or_null`.
+const CaptureLayer* choosing_layer(const Capture& capture, const CaptureLayer& layer, const std::string& method,
+                                   const MethodOptions& options, bool or_null = false);
+
+// Where a method's set for a layer is chosen at another one: that layer on
+// the device and its queries (nothing where the method chooses at the layer
+// itself). The method is built on or_else(the layer's own) and records with
+// inputs(block, the layer's own).
+struct ChoosingLayer {
+  ChoosingLayer(const vk::Device& device, const Capture& capture, const CaptureLayer& evaluated,
+                const CaptureLayer& chooser, uint32_t max_queries);
+  const GpuLayer& or_else(const GpuLayer& own) const { return layer ? *layer : own; }
+  BlockInputs inputs(const Block& block, const BlockInputs& own) const;
+
+  std::unique_ptr<GpuLayer> layer;
+  std::unique_ptr<BlockQueries> queries;
+};
+
 // Records into one pass the method's selection into `list` (Part::selection),
 // sparse attention over the attended set (Part::attention), and the metrics
 // against `reference` (Part::model: neither; read them with metrics.read()
-// after the pass ran). eval and the viewer's inspector share it.
+// after the pass ran). eval and the viewer's inspector share it. `inputs`
+// are the method's; the sparse attention reads `layer_queries` where the
+// method chose from another layer's (LessIsMore), else inputs.queries.
 void record_selection_step(vk::Pass& pass, Method& method, const GpuLayer& gpu, const Block& block,
                            const BlockInputs& inputs, uint32_t budget, const vk::Buffer& list, const Attention& sparse,
-                           const SelectionMetrics& metrics, const StepReference& reference);
+                           const SelectionMetrics& metrics, const StepReference& reference,
+                           const vk::Buffer* layer_queries = nullptr);
 
 }  // namespace kv

@@ -149,6 +149,7 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
   // Each method but dense, with its lists and sums; the oracle's own row shares its object.
   struct Evaluated {
     std::string name;
+    std::unique_ptr<ChoosingLayer> chooser;
     std::unique_ptr<Method> own;
     Method* method;
     std::vector<vk::Buffer> lists;
@@ -159,7 +160,10 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
     if (name == "dense") continue;
     Evaluated& e = evaluated.emplace_back();
     e.name = name;
-    if (name != "oracle") e.own = make_method(device, gpu, name, config.options, config.mode, max_queries);
+    e.chooser = std::make_unique<ChoosingLayer>(device, capture, layer,
+                                                *choosing_layer(capture, layer, name, config.options), max_queries);
+    if (name != "oracle")
+      e.own = make_method(device, e.chooser->or_else(gpu), name, config.options, config.mode, max_queries);
     e.method = e.own ? e.own.get() : oracle.get();
     e.lists = selection_lists(device, shape, *e.method, config.budgets);
     e.sums.assign(config.budgets.size(), Accumulator(shape.heads));
@@ -182,15 +186,18 @@ std::vector<EvalRow> evaluate_layer(const vk::Device& device, const Capture& cap
       for (size_t b = 0; b < config.budgets.size(); ++b) oracle->record(pass, block, inputs, config.budgets[b], oracle_lists[b]);
       pass.run();
     }
-    for (Evaluated& e : evaluated)
+    for (Evaluated& e : evaluated) {
+      const BlockInputs method_inputs = e.chooser->inputs(block, inputs);
       for (size_t b = 0; b < config.budgets.size(); ++b) {
         vk::Pass pass(device);
         StepReference reference = reference_of_oracle;
         reference.oracle_list = &oracle_lists[b];
-        record_selection_step(pass, *e.method, gpu, block, inputs, config.budgets[b], e.lists[b], sparse, metrics, reference);
+        record_selection_step(pass, *e.method, gpu, block, method_inputs, config.budgets[b], e.lists[b], sparse, metrics,
+                              reference, inputs.queries);
         pass.run();
         e.sums[b].add(metrics.read(), pass.stage_times());
       }
+    }
     if (progress) progress(bi + 1, blocks.size());
   }
 
@@ -227,7 +234,8 @@ SelectionResult select_layer(const vk::Device& device, const Capture& capture, c
   GpuLayer gpu(device, capture, layer);
   BlockQueries queries(device, layer, max_queries);
   Attention dense(device, shape, layer.dtype, Attention::Keys::dense, max_queries);
-  std::unique_ptr<Method> method = make_method(device, gpu, method_name, options, mode, max_queries);
+  const ChoosingLayer chooser(device, capture, layer, *choosing_layer(capture, layer, method_name, options), max_queries);
+  std::unique_ptr<Method> method = make_method(device, chooser.or_else(gpu), method_name, options, mode, max_queries);
 
   SelectionResult result;
   result.method = method_name;
@@ -244,7 +252,7 @@ SelectionResult select_layer(const vk::Device& device, const Capture& capture, c
     vk::Pass pass(device);
     if (method->needs_dense_lse())  // e.g. the prefill oracle and TOVA read dense probabilities
       dense.record(pass, gpu, {&queries.buffer(), block.n_queries, block.first_query}, "dense");
-    method->record(pass, block, {&queries.buffer(), &dense.log_sum_exp_buffer()}, budget, list);
+    method->record(pass, block, chooser.inputs(block, {&queries.buffer(), &dense.log_sum_exp_buffer()}), budget, list);
     pass.run();
     stages.add(pass.stage_times());
     std::vector<int32_t> indices = list.download_values<int32_t>(size_t(result.rows) * result.width);

@@ -23,18 +23,31 @@ Inspector::CurveBlock::CurveBlock(const vk::Device& device, const CaptureLayer& 
     : queries(device, layer, max_queries),
       dense(device, layer.shape, layer.dtype, Attention::Keys::dense, max_queries) {}
 
-Method& Inspector::method(const std::string& name, const MethodOptions& options) {
-  if (name == "oracle") return *oracle_;  // it takes no options
+bool Inspector::can_select(const std::string& method, const MethodOptions& options) const {
+  return choosing_layer(capture_, layer_, method, options, true) != nullptr;
+}
+
+Inspector::Built& Inspector::method(const std::string& name, const MethodOptions& options) {
+  if (name == "oracle") {  // it takes no options
+    if (!oracle_built_.chooser) oracle_built_.chooser = std::make_unique<ChoosingLayer>(device_, capture_, layer_, layer_, 0);
+    return oracle_built_;
+  }
   const std::string key = name + "/" + options.key();
-  std::unique_ptr<Method>& built = methods_[key];
-  if (!built) built = make_method(device_, gpu_, name, options, mode_, max_block_queries(mode_, chunk_));
-  return *built;
+  Built& built = methods_[key];
+  if (!built.method) {
+    const uint32_t max_queries = max_block_queries(mode_, chunk_);
+    built.chooser = std::make_unique<ChoosingLayer>(device_, capture_, layer_, *choosing_layer(capture_, layer_, name, options),
+                                                    max_queries);
+    built.method = make_method(device_, built.chooser->or_else(gpu_), name, options, mode_, max_queries);
+  }
+  return built;
 }
 
 Inspection Inspector::inspect(const Block& block, const std::string& method_name, const MethodOptions& options,
                               uint32_t budget) {
   const AttentionShape& s = layer_.shape;
-  Method& chosen = method(method_name, options);
+  Built& built = method(method_name, options);
+  Method& chosen = built.method ? *built.method : *oracle_;
   Inspection r;
   r.block = block;
   r.budget = budget;
@@ -74,8 +87,9 @@ Inspection Inspector::inspect(const Block& block, const std::string& method_name
   }
   {
     vk::Pass pass(device_);
-    record_selection_step(pass, chosen, gpu_, block, inputs, budget, selection, sparse_, metrics_,
-                          {&dense_, &oracle, selection_rows(s, r.oracle_granularity).heads_per_row, needle_of(capture_)});
+    record_selection_step(pass, chosen, gpu_, block, built.chooser->inputs(block, inputs), budget, selection, sparse_, metrics_,
+                          {&dense_, &oracle, selection_rows(s, r.oracle_granularity).heads_per_row, needle_of(capture_)},
+                          inputs.queries);
     pass.run();
     for (const vk::StageTime& t : pass.stage_times())
       if (t.stage != "metrics") r.method_times.push_back(t);
@@ -112,7 +126,8 @@ MetricTriple Inspector::curve_point(const std::vector<Block>& blocks, const std:
       curve_blocks_.push_back(std::move(built));
     }
   }
-  Method& chosen = method(method_name, options);
+  Built& built = method(method_name, options);
+  Method& chosen = built.method ? *built.method : *oracle_;
   vk::Buffer& selection =
       vk::grown(device_, selection_, size_t(selection_rows(s, chosen.granularity()).count) * chosen.list_width(budget) * 4);
   vk::Buffer& oracle = vk::grown(device_, oracle_list_, size_t(selection_rows(s, oracle_->granularity()).count) * budget * 4);
@@ -122,8 +137,9 @@ MetricTriple Inspector::curve_point(const std::vector<Block>& blocks, const std:
     const BlockInputs inputs{&cb->queries.buffer(), &cb->dense.log_sum_exp_buffer()};
     vk::Pass pass(device_);
     oracle_->record(pass, block, inputs, budget, oracle);
-    record_selection_step(pass, chosen, gpu_, block, inputs, budget, selection, sparse_, metrics_,
-                          {&cb->dense, &oracle, selection_rows(s, oracle_->granularity()).heads_per_row, needle_of(capture_)});
+    record_selection_step(pass, chosen, gpu_, block, built.chooser->inputs(block, inputs), budget, selection, sparse_, metrics_,
+                          {&cb->dense, &oracle, selection_rows(s, oracle_->granularity()).heads_per_row, needle_of(capture_)},
+                          inputs.queries);
     pass.run();
     const double share = 1.0 / (double(s.heads) * curve_blocks_.size());
     for (const HeadMetrics& h : metrics_.read()) {

@@ -52,12 +52,21 @@ class Inspector {
   // The cosine panel's statistics of one head's chunk, on the GPU.
   QueryStats query_stats(uint32_t head, const Block& block, uint32_t n_q);
 
+  // Whether the capture holds the layer that chooses `method`'s set for this
+  // one (LessIsMore's reusing layers choose at another: methods/table.h).
+  bool can_select(const std::string& method, const MethodOptions& options) const;
+
   const CaptureLayer& layer() const { return layer_; }
   Mode mode() const { return mode_; }
   uint32_t chunk() const { return chunk_; }
 
  private:
-  Method& method(const std::string& name, const MethodOptions& options);
+  // A method built for this layer, and where its set is chosen.
+  struct Built {
+    std::unique_ptr<ChoosingLayer> chooser;
+    std::unique_ptr<Method> method;
+  };
+  Built& method(const std::string& name, const MethodOptions& options);
 
   // A block of the curves with its queries and dense attention on the device.
   struct CurveBlock {
@@ -83,7 +92,8 @@ class Inspector {
   std::unique_ptr<QueryStatistics> query_statistics_;
   // Methods built so far, by name and parameters: pipelines and per-cache metadata
   // are built once per choice, so switching back is immediate.
-  std::map<std::string, std::unique_ptr<Method>> methods_;
+  std::map<std::string, Built> methods_;
+  Built oracle_built_;  // the oracle, chosen at this layer
 };
 
 }  // namespace kv

@@ -38,12 +38,18 @@ const std::vector<OptionSpec> kOptions = {
      .lowest = 1, .highest = 1u << 20, .viewer_lowest = 1, .viewer_highest = 64, KV_OPTION_FIELD(sample_queries)},
     {.flag = "sample-stride", .help = "positions between sampled queries (sampleattention)",
      .lowest = 1, .highest = 1u << 20, .viewer_lowest = 1, .viewer_highest = 256, KV_OPTION_FIELD(sample_stride)},
+    {.flag = "lim-start", .help = "first layer that selects; layers before it attend densely (lessismore)",
+     .lowest = 0, .highest = 1024, .viewer_lowest = 0, .viewer_highest = 32, KV_OPTION_FIELD(lim_start)},
+    {.flag = "lim-correction", .help = "layer that selects again, after lim-start (lessismore)",
+     .lowest = 0, .highest = 1024, .viewer_lowest = 0, .viewer_highest = 64, KV_OPTION_FIELD(lim_correction)},
+    {.flag = "lim-window", .help = "percent of the budget kept as the recency window (lessismore)",
+     .lowest = 0, .highest = 100, .viewer_lowest = 0, .viewer_highest = 100, KV_OPTION_FIELD(lim_window)},
 };
 #undef KV_OPTION_FIELD
 
 // A field added to MethodOptions without a row above would be missing from the
 // CLI, the viewer and the options key; every field is 32 bits, so its size counts them.
-static_assert(sizeof(MethodOptions) == 12 * sizeof(uint32_t), "MethodOptions and kOptions list the same fields");
+static_assert(sizeof(MethodOptions) == 15 * sizeof(uint32_t), "MethodOptions and kOptions list the same fields");
 
 }  // namespace
 

@@ -27,6 +27,9 @@ struct MethodOptions {
   uint32_t loki_r = 32;                         // loki: principal components kept
   uint32_t sample_queries = 8;                  // sampleattention: queries sampled
   uint32_t sample_stride = 16;                  // sampleattention: positions between them
+  uint32_t lim_start = 2;                       // lessismore: the first layer that selects (layers before attend densely)
+  uint32_t lim_correction = 9;                  // lessismore: the layer that selects again (past the last layer: none)
+  uint32_t lim_window = 25;                     // lessismore: percent of the budget kept as the recency window
 
   // Every option, as text: a cache key for built methods and computed curves.
   std::string key() const;

@@ -234,6 +234,35 @@ KV_PUSH_STRUCT(KeyDiffPush, KEYDIFF_FIELDS)
   uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(SparqPush, SPARQ_FIELDS)
 
+// LessIsMore (methods/lessismore.cpp): lessismore_scores.comp scores the keys
+// before the recency window for every query head (and clears the unified
+// ranks), lessismore_rank.comp ranks each head's top keys and keeps each key's
+// first (rank, head) as an orderable float, lessismore_finish.comp appends the
+// window and copies the set to every KV head's row.
+#define LESSISMORE_SCORES_FIELDS \
+  uint n_heads;    \
+  uint n_kv_heads; \
+  uint n_tokens;   \
+  uint n_scored;   /* candidates before the window */ \
+  uint row_stride; \
+  uint raw_query;  /* head_query.glsl */ \
+  float scale;
+KV_PUSH_STRUCT(LessIsMoreScoresPush, LESSISMORE_SCORES_FIELDS)
+#define LESSISMORE_RANK_FIELDS \
+  uint n_heads;    \
+  uint n_ranked;   /* m: keys a head ranks */ \
+  uint row_stride; /* of the scores */
+KV_PUSH_STRUCT(LessIsMoreRankPush, LESSISMORE_RANK_FIELDS)
+// The most keys a head ranks: lessismore_rank.comp sorts them in shared memory.
+#define LESSISMORE_MAX_RANKED 4096u
+#define LESSISMORE_FINISH_FIELDS \
+  uint n_rows;       \
+  uint width;        /* the list's row stride: the budget */ \
+  uint n_ranked;     /* m entries of row 0, from the unified top-k */ \
+  uint n_window;     \
+  uint first_window; /* the window's first position */
+KV_PUSH_STRUCT(LessIsMoreFinishPush, LESSISMORE_FINISH_FIELDS)
+
 // window_row_stats.comp, window_lse.comp and window_scores.comp (SnapKV, H2O,
 // SampleAttention): the dense attention of the window queries window_first +
 // i * window_stride, i < window_count, each over its causal keys; summed over a

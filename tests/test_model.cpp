@@ -448,6 +448,7 @@ std::vector<LoopCase> loop_cases() {
     plan.options.page_size = 8;
     plan.options.group_size = 16;
     plan.options.n_q = 4;
+    plan.options.lim_start = 1;  // of three layers: 0 dense, 1 chooses, 2 reuses its set
     cases.push_back({name, plan});
   };
   add("quest_decode", "quest", 24, "", 0);
@@ -455,6 +456,7 @@ std::vector<LoopCase> loop_cases() {
   add("streaming_decode", "streaming", 12, "", 0);
   add("quoka_prefill", "", 0, "quoka", 12);
   add("quest_both_layer0_dense", "quest", 16, "quest", 16, {0});
+  add("lessismore_both", "lessismore", 12, "lessismore", 12);
   return cases;
 }
 
@@ -541,19 +543,29 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
 
     bool ambiguous = false;
     uint32_t narrowed = 0;
+    reference::Selection chosen;  // LessIsMore: the set the last choosing layer picked
     const reference::AttendRule rule = [&](uint32_t layer, const reference::HostLayer& so_far,
                                            const Block& b) -> std::optional<reference::Selection> {
       const bool decode = b.mode == Mode::decode;
       const std::string& method = decode ? plan.decode_method : plan.prefill_method;
       const uint32_t budget = decode ? plan.decode_budget : plan.prefill_budget;
-      const bool dense_layer = std::count(plan.dense_layers.begin(), plan.dense_layers.end(), layer) > 0;
-      if (method.empty() || dense_layer || budget >= b.candidates()) return std::nullopt;
+      const LayerRole role = method.empty() ? LayerRole::own : layer_role(find_method(method), layer, plan.options);
+      const bool dense_layer = std::count(plan.dense_layers.begin(), plan.dense_layers.end(), layer) > 0 && role != LayerRole::select;
+      if (method.empty() || dense_layer || role == LayerRole::dense || budget >= b.candidates()) return std::nullopt;
+      if (role == LayerRole::reuse) {
+        ++narrowed;
+        return chosen;
+      }
       const reference::HostLayer stored = as_gpu_stored(layer, so_far);
       ambiguous = ambiguous || near_tie(stored, method, b, budget);
       const reference::Selection rows = reference::select(method, plan.options, stored, b, budget);
       const uint32_t per_row = find_method(method).granularity(plan.options, b.mode) == Granularity::kv_head ? so_far.shape.group() : 1;
       reference::Selection by_head;
       for (uint32_t h = 0; h < so_far.shape.heads; ++h) by_head.push_back(rows[h / per_row]);
+      if (role == LayerRole::select) {  // it attends densely; the layers after it attend its set
+        chosen = by_head;
+        return std::nullopt;
+      }
       ++narrowed;
       return by_head;
     };

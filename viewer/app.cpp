@@ -108,7 +108,7 @@ void App::refresh_curves() {
       curves_.push_back(dense);
     }
     for (const MethodSpec& m : method_table())
-      if (!m.quadratic || capture().tokens() <= kQuadraticCurveTokens)
+      if ((!m.quadratic || capture().tokens() <= kQuadraticCurveTokens) && inspector_->can_select(m.name, state_.options))
         for (uint32_t b : budgets) curve_todo_.push_back({m.name, b});
     curve_points_ = curve_todo_.size();
   }

@@ -21,6 +21,8 @@ std::unique_ptr<Method> make_loki(const vk::Device&, const GpuLayer&, const Meth
 std::unique_ptr<Method> make_snapkv(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t);
 std::unique_ptr<Method> make_h2o(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t);
 std::unique_ptr<Method> make_sample_attention(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t);
+std::unique_ptr<Method> make_lessismore(const vk::Device&, const GpuLayer&, const MethodOptions&, Mode, uint32_t);
+LayerRole lessismore_layer_role(uint32_t layer, const MethodOptions& options);
 
 namespace {
 
@@ -39,6 +41,12 @@ double keys_once(const StageSizes& s) { return s.shape.kv_heads * double(s.candi
 double queries_once(const StageSizes& s) { return s.shape.heads * double(s.queries) * s.kv_row(); }
 
 double no_own_stages(const std::string&, const StageSizes&) { return -1; }
+
+double lessismore_bytes(const std::string& stage, const StageSizes& s) {
+  if (stage == "scores") return keys_once(s);
+  if (stage == "rank") return s.shape.heads * double(s.budget) * 8;  // each head's ranked keys and their scores
+  return -1;
+}
 
 double quoka_bytes(const std::string& stage, const StageSizes& s) {
   if (stage == "mean_query" || stage == "query_cosine") return queries_once(s);
@@ -133,6 +141,10 @@ const std::vector<MethodSpec> kMethods = {
      .make = make_sample_attention, .granularity = per_kv_head, .options = {"sample-queries", "sample-stride"},
      .bench_regimes = kDecodeBench, .reads_past_queries = true,
      .stage_bytes = window_bytes, .color = {200, 170, 120}},
+    {.name = "lessismore", .summary = "one set for every head, chosen at a few layers and reused by the next (LessIsMore)",
+     .make = make_lessismore, .granularity = per_kv_head, .options = {"lim-start", "lim-correction", "lim-window"},
+     .bench_regimes = kDecodeBench,
+     .stage_bytes = lessismore_bytes, .color = {255, 215, 0}, .layer_role = lessismore_layer_role},
 };
 
 std::string known_methods() {
@@ -158,6 +170,19 @@ const MethodSpec& find_method(const std::string& name) {
 std::unique_ptr<Method> make_method(const vk::Device& device, const GpuLayer& layer, const std::string& name,
                                     const MethodOptions& options, Mode mode, uint32_t max_queries) {
   return find_method(name).make(device, layer, options, mode, max_queries);
+}
+
+LayerRole layer_role(const MethodSpec& spec, uint32_t layer, const MethodOptions& options) {
+  return spec.layer_role ? spec.layer_role(layer, options) : LayerRole::own;
+}
+
+uint32_t selecting_layer(const MethodSpec& spec, uint32_t layer, const MethodOptions& options) {
+  for (uint32_t l = layer + 1; l-- > 0;) {
+    const LayerRole role = layer_role(spec, l, options);
+    if (role == LayerRole::own || role == LayerRole::select) return l;
+    if (role == LayerRole::dense) return layer;
+  }
+  return layer;
 }
 
 Granularity aggregate_granularity(HeadAggregate aggregate) {

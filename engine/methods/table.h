@@ -27,6 +27,16 @@ struct Rgb {
   uint8_t r, g, b;
 };
 
+// What a layer of a model does under a method that selects at some layers
+// for the ones after them (LessIsMore): most methods select at every layer
+// for that layer (own).
+enum class LayerRole {
+  own,     // selects for itself
+  dense,   // attends densely, selects nothing
+  select,  // attends densely, and selects the set the layers after it attend
+  reuse,   // attends the set the last selecting layer chose
+};
+
 struct MethodSpec {
   const char* name;
   const char* summary;  // one line for --help
@@ -48,7 +58,15 @@ struct MethodSpec {
   // stage it leaves to bench's shared model (sparse attention, the top-k).
   double (*stage_bytes)(const std::string& stage, const StageSizes& sizes) = nullptr;
   Rgb color;  // in the viewer's charts
+  // Each layer's role in a model run; null: every layer its own (LayerRole::own).
+  LayerRole (*layer_role)(uint32_t layer, const MethodOptions& options) = nullptr;
 };
+
+LayerRole layer_role(const MethodSpec& spec, uint32_t layer, const MethodOptions& options);
+// The layer whose queries and keys choose `layer`'s set: the last selecting
+// layer at or before it, or the layer itself (own, and the dense layers
+// before a method's first selecting layer, which eval shows as if they chose).
+uint32_t selecting_layer(const MethodSpec& spec, uint32_t layer, const MethodOptions& options);
 
 // Every method, in the order eval and the viewer list them.
 const std::vector<MethodSpec>& method_table();

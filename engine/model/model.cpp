@@ -183,6 +183,10 @@ const vk::Buffer& Model::record_attention(vk::Pass& pass, uint32_t layer, const 
     method.record(pass, block, inputs, selection.budget, *selection.list);
   }
   vk::Pass::PartScope part(pass, vk::Part::attention);
+  if (selection.attend_densely) {  // it chose the set of the layers after it
+    attention_.record(pass, cache, dense, "attention");
+    return attention_.output_buffer();
+  }
   sparse_attention_.record(pass, cache,
                            sparse_request(queries_, block, *selection.list, selection_rows(cache.shape, method.granularity()).heads_per_row,
                                           method.list_width(selection.budget)),

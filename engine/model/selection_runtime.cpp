@@ -6,6 +6,24 @@
 #include "methods/table.h"
 
 namespace kv::model {
+namespace {
+
+// A layer that attends the set an earlier layer chose (LayerRole::reuse): the
+// list already holds it, so there is nothing to record.
+class ReusedSelection final : public Method {
+ public:
+  explicit ReusedSelection(const Method& chooser) : chooser_(chooser) {}
+  std::string name() const override { return chooser_.name(); }
+  Granularity granularity() const override { return chooser_.granularity(); }
+  nlohmann::json params() const override { return chooser_.params(); }
+  uint32_t list_width(uint32_t budget) const override { return chooser_.list_width(budget); }
+  void record(vk::Pass&, const Block&, const BlockInputs&, uint32_t, const vk::Buffer&) override {}
+
+ private:
+  const Method& chooser_;
+};
+
+}  // namespace
 
 SelectionRuntime::SelectionRuntime(const vk::Device& device, const std::vector<std::unique_ptr<GpuLayer>>& caches,
                                    uint32_t chunk)
@@ -16,9 +34,20 @@ SelectionRuntime::BuiltMethods SelectionRuntime::build(const std::string& name, 
   BuiltMethods built;
   const uint32_t max_queries = mode == Mode::decode ? 1 : chunk_;
   const std::vector<uint32_t>& dense_layers = plan_.dense_layers;
+  const MethodSpec& spec = find_method(name);
+  const Method* chooser = nullptr;  // the last layer that selected for the layers after it
   for (uint32_t l = 0; l < caches_.size(); ++l) {
-    const bool dense = std::find(dense_layers.begin(), dense_layers.end(), l) != dense_layers.end();
-    built.by_layer.push_back(dense ? nullptr : make_method(device_, *caches_[l], name, plan_.options, mode, max_queries));
+    const LayerRole role = layer_role(spec, l, plan_.options);
+    // A selecting layer selects even where it is one of the dense layers: the layers after it need its set.
+    const bool dense = role == LayerRole::dense || (role != LayerRole::select && std::find(dense_layers.begin(),
+                                                                                           dense_layers.end(), l) !=
+                                                                                     dense_layers.end());
+    std::unique_ptr<Method> method;
+    if (!dense && role == LayerRole::reuse && chooser) method = std::make_unique<ReusedSelection>(*chooser);
+    else if (!dense && role != LayerRole::reuse) method = make_method(device_, *caches_[l], name, plan_.options, mode, max_queries);
+    if (role == LayerRole::select) chooser = method.get();
+    built.by_layer.push_back(std::move(method));
+    built.attends_densely.push_back(role == LayerRole::select);
   }
   built.covered.assign(caches_.size(), 0);
   return built;
@@ -78,7 +107,7 @@ SelectionRuntime::LayerSelection SelectionRuntime::prepare(vk::Pass& pass, uint3
   vk::Pass::PartScope selection(pass, vk::Part::selection);
   method->record_cache_update(pass, built->covered[layer], end);
   built->covered[layer] = end;
-  return {method, built->budget, built->list.get()};
+  return {method, built->budget, built->list.get(), built->attends_densely[layer]};
 }
 
 }  // namespace kv::model

@@ -36,10 +36,14 @@ class SelectionRuntime {
   // update over the keys written since it last looked (up to the block's
   // last key). method is null where the layer attends densely: no method for
   // the block's kind, a dense layer, or a budget that holds every candidate.
+  // A layer that selects for the layers after it (LessIsMore's, LayerRole::
+  // select) records its method and attends densely itself (attend_densely); a
+  // layer that reuses their set has a method that records nothing.
   struct LayerSelection {
     Method* method = nullptr;
     uint32_t budget = 0;
     const vk::Buffer* list = nullptr;
+    bool attend_densely = false;
   };
   LayerSelection prepare(vk::Pass& pass, uint32_t layer, const Block& block);
 
@@ -51,6 +55,7 @@ class SelectionRuntime {
   // A block kind's methods, one per layer (null where the layer attends densely).
   struct BuiltMethods {
     std::vector<std::unique_ptr<Method>> by_layer;
+    std::vector<bool> attends_densely;  // layers that select for the ones after them
     std::vector<uint32_t> covered;  // cache positions each layer's metadata covers
     uint32_t budget = 0;
     std::unique_ptr<vk::Buffer> list;  // the selection, [rows, width], shared by the layers in turn

@@ -547,6 +547,38 @@ std::vector<double> window_scores(const HostLayer& layer, const std::string& met
 }
 
 namespace {
+// LessIsMore at the layer that chooses (docs/methods.md): m = floor(K (100 -
+// window) / 100) keys ranked, the rest the window of the last candidates. Each
+// query head (a chunk: its mean query) ranks the keys before the window by
+// logit, highest first and ties toward the lower position; the heads' top m
+// lists, read rank by rank and head by head, give their first m distinct keys.
+Selection lessismore(const HostLayer& l, const MethodOptions& o, const Block& block, uint32_t budget) {
+  const uint32_t n = block.candidates(), d = l.shape.dim;
+  if (budget >= n) return Selection(l.shape.kv_heads, all_of(n));
+  const uint32_t ranked = uint32_t(uint64_t(budget) * (100 - o.lim_window) / 100), window = budget - ranked;
+  const uint32_t scored = n - window;
+  std::vector<std::vector<int32_t>> by_rank(l.shape.heads);  // each head's top m, best first
+  for (uint32_t h = 0; h < l.shape.heads; ++h) {
+    const Vector q = mean_query(l, h, block);
+    Vector scores(scored);
+    for (uint32_t j = 0; j < scored; ++j) scores[j] = l.scale * dot(q, row(l.k, h / l.shape.group(), l.shape.tokens, j, d));
+    std::vector<int32_t> order(scored);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + ranked, order.end(), [&](int32_t a, int32_t b) {
+      return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+    });
+    order.resize(ranked);
+    by_rank[h] = order;
+  }
+  std::vector<int32_t> kept;
+  std::vector<bool> seen(scored, false);
+  for (uint32_t r = 0; r < ranked && kept.size() < ranked; ++r)
+    for (uint32_t h = 0; h < l.shape.heads && kept.size() < ranked; ++h)
+      if (!seen[by_rank[h][r]]) seen[by_rank[h][r]] = true, kept.push_back(by_rank[h][r]);
+  for (uint32_t j = scored; j < n; ++j) kept.push_back(int32_t(j));
+  std::sort(kept.begin(), kept.end());
+  return Selection(l.shape.kv_heads, kept);
+}
 
 // Every method's reference, by the name of its row in method_table()
 // (tests/test_method_table.cpp checks that none is missing).
@@ -565,6 +597,7 @@ const std::vector<std::pair<std::string, Selector>> kSelectors = {
     {"snapkv", window_method},
     {"h2o", window_method},
     {"sampleattention", window_method},
+    {"lessismore", [](const HostLayer& l, const std::string&, const MethodOptions& o, const Block& b, uint32_t k) { return lessismore(l, o, b, k); }},
 };
 
 }  // namespace

@@ -78,7 +78,7 @@ def needle_figure(needle, title=None):
             if row == rows - 1 or method == "dense":
                 axes.set_xlabel("prompt tokens", fontsize=8)
     if image is not None:
-        figure.colorbar(image, ax=figure.axes, shrink=0.8, label="accuracy")
+        figure.colorbar(image, ax=figure.axes, shrink=min(0.8, 2.0 / rows), label="accuracy")
     curve = figure.add_subplot(grid[:, columns])
     by_method = defaultdict(lambda: defaultdict(list))
     dense = [r["accuracy"] for r in results if r["method"] == "dense"]
