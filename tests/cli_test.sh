@@ -53,14 +53,18 @@ expect 2 "select with an unknown method" -- "$kvscope" select --capture "$work/s
 [ -e "$work/bad.safetensors" ] && { echo "FAIL: a refused select left a file"; failures=$((failures + 1)); }
 expect 2 "eval with a bad budget list" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --budgets 8,x
 expect 2 "eval with a bad --gqa-agg" -- "$kvscope" eval --capture "$work/s.safetensors" --decode --gqa-agg median
+# LessIsMore attends layer 4 with layer 2's set (its defaults): the bundled capture holds layers 0 and 4.
+expect 2 "eval of lessismore without its choosing layer" -- "$kvscope" eval --layers 4 --methods lessismore --budgets 64 --decode --probes 2
+grep -q "layer 2 chose" "$work/err" || { echo "FAIL: lessismore's refusal names no choosing layer"; failures=$((failures + 1)); }
+expect 0 "eval of lessismore choosing at a layer the capture holds" -- "$kvscope" eval --layers 4 --methods lessismore --budgets 64 --decode --probes 2 --lim-start 0
 expect 0 "bench at two small sizes" -- "$kvscope" --debug-sync bench --lengths 256,512 --heads 4 --kv-heads 2 --dim 64 --budget 64 --prefill-budget 64 --chunk 64 --repeat 2 --json "$work/b.json"
 grep -q '"read_gb_per_s"' "$work/b.json" && grep -q '"per_copy_us"' "$work/b.json" ||
   { echo "FAIL: bench --json lacks read_gb_per_s or per_copy_us"; failures=$((failures + 1)); }
 # The shape it timed, for scripts that set it beside other measurements (tools/peers/bench_torch.py).
 grep -q '"kv_heads": 2' "$work/b.json" && grep -q '"prefill_budget": 64' "$work/b.json" ||
   { echo "FAIL: bench --json lacks its config"; failures=$((failures + 1)); }
-# Each of the 13 default steps at each of the 2 lengths ran in a process of its own; all rows came back.
-[ "$(grep -c '"stage": "total"' "$work/b.json")" = 26 ] ||
+# Each of the 14 default steps at each of the 2 lengths ran in a process of its own; all rows came back.
+[ "$(grep -c '"stage": "total"' "$work/b.json")" = 28 ] ||
   { echo "FAIL: bench --json lacks a step's total row"; failures=$((failures + 1)); }
 expect 0 "bench in one process" -- "$kvscope" bench --lengths 256 --heads 4 --kv-heads 2 --dim 64 --budget 64 --chunk 64 --repeat 2 --steps dense-decode,quest-decode --in-process
 [ "$(grep -c ' total ' "$work/out")" = 2 ] || { echo "FAIL: bench --in-process lacks a step"; failures=$((failures + 1)); }

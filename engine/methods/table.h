@@ -34,7 +34,7 @@ enum class LayerRole {
   own,     // selects for itself
   dense,   // attends densely, selects nothing
   select,  // attends densely, and selects the set the layers after it attend
-  reuse,   // attends the set the last selecting layer chose
+  reuse,   // attends the set the last selecting layer (one comes before it) chose
 };
 
 struct MethodSpec {

@@ -38,14 +38,16 @@ SelectionRuntime::BuiltMethods SelectionRuntime::build(const std::string& name, 
   const Method* chooser = nullptr;  // the last layer that selected for the layers after it
   for (uint32_t l = 0; l < caches_.size(); ++l) {
     const LayerRole role = layer_role(spec, l, plan_.options);
-    // A selecting layer selects even where it is one of the dense layers: the layers after it need its set.
-    const bool dense = role == LayerRole::dense || (role != LayerRole::select && std::find(dense_layers.begin(),
-                                                                                           dense_layers.end(), l) !=
-                                                                                     dense_layers.end());
+    const bool listed_dense = std::find(dense_layers.begin(), dense_layers.end(), l) != dense_layers.end();
     std::unique_ptr<Method> method;
-    if (!dense && role == LayerRole::reuse && chooser) method = std::make_unique<ReusedSelection>(*chooser);
-    else if (!dense && role != LayerRole::reuse) method = make_method(device_, *caches_[l], name, plan_.options, mode, max_queries);
-    if (role == LayerRole::select) chooser = method.get();
+    if (role == LayerRole::select) {  // even where listed dense: the layers after it need its set
+      method = make_method(device_, *caches_[l], name, plan_.options, mode, max_queries);
+      chooser = method.get();
+    } else if (role == LayerRole::reuse && !listed_dense) {
+      method = std::make_unique<ReusedSelection>(*chooser);
+    } else if (role == LayerRole::own && !listed_dense) {
+      method = make_method(device_, *caches_[l], name, plan_.options, mode, max_queries);
+    }
     built.by_layer.push_back(std::move(method));
     built.attends_densely.push_back(role == LayerRole::select);
   }
