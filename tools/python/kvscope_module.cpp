@@ -155,6 +155,12 @@ uint32_t count_of(int64_t value, const char* what) {
   return uint32_t(value);
 }
 
+// A chunk, as the CLI's --chunk takes it: 1 to 2^20 tokens.
+uint32_t chunk_of(int64_t chunk) {
+  if (chunk < 1 || chunk > (int64_t(1) << 20)) throw InputError("chunk must be between 1 and 1048576 tokens, not " + std::to_string(chunk));
+  return uint32_t(chunk);
+}
+
 py::dict select_keys(const PyCapture& c, int layer_index, const std::string& method, const py::handle& budget,
                 const std::string& regime, int64_t probes, int64_t chunk, int64_t chunks, const py::object& device,
                 const py::kwargs& kwargs) {
@@ -166,7 +172,7 @@ py::dict select_keys(const PyCapture& c, int layer_index, const std::string& met
   SelectionResult r;
   {
     py::gil_scoped_release release;
-    r = select_layer(d, *c.capture, layer, method, options, mode, k, count_of(probes, "probes"), count_of(chunk, "chunk"),
+    r = select_layer(d, *c.capture, layer, method, options, mode, k, count_of(probes, "probes"), chunk_of(chunk),
                      count_of(chunks, "chunks"));
   }
   const size_t blocks = r.block_positions.size();
@@ -198,7 +204,7 @@ py::list evaluate_methods(const PyCapture& c, const std::vector<std::string>& me
   config.methods = methods;
   for (const py::handle& b : budgets) config.budgets.push_back(budget_of(b, c.capture->tokens()));
   config.probes = count_of(probes, "probes");
-  config.chunk = count_of(chunk, "chunk");
+  config.chunk = chunk_of(chunk);
   config.last_chunks = count_of(chunks, "chunks");
   std::vector<const CaptureLayer*> chosen;
   if (layers.is_none()) {
@@ -321,7 +327,7 @@ py::dict model_generate(const PyModel& m, const std::string& prompt, int64_t ste
                         double temperature, double top_p, int64_t seed, int64_t chunk, const py::kwargs& kwargs) {
   model::GenerateConfig config;
   config.steps = count_of(steps, "steps");
-  config.chunk = count_of(chunk, "chunk");
+  config.chunk = chunk_of(chunk);
   config.temperature = temperature;
   config.top_p = top_p;
   config.seed = count_of(seed, "seed");
@@ -359,7 +365,7 @@ py::object model_needle(const PyModel& m, const std::string& task, const py::obj
   if (p.task == model::NeedleTask::kv)
     p.haystack = haystack.is_none() ? model::read_text_file(bundled_asset("text/licenses.txt")) : haystack.cast<std::string>();
   config.sweep = sweep_from(methods, budgets, regime, prefill_budget, dense_layers, kwargs);
-  config.chunk = count_of(chunk, "chunk");
+  config.chunk = chunk_of(chunk);
   const vk::Device& d = device_or_default(m.device);
   std::vector<model::NeedleResult> results;
   {
@@ -378,7 +384,7 @@ py::object model_perplexity(const PyModel& m, const py::object& text, int64_t le
   require_text(m, "perplexity");
   model::PerplexityConfig config;
   config.scored = count_of(scored, "scored");
-  config.chunk = count_of(chunk, "chunk");
+  config.chunk = chunk_of(chunk);
   config.sweep = sweep_from(methods, budgets, regime, 0, dense_layers, kwargs);
   const std::string source_name = text.is_none() ? bundled_asset("text/licenses.txt").string() : "(the text given)";
   const std::string source = text.is_none() ? model::read_text_file(source_name) : text.cast<std::string>();

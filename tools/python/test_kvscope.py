@@ -275,6 +275,8 @@ def test_model_bad_input_raises_value_error():
         model.generate("Once", 100000)  # past the model's context
     with pytest.raises(ValueError):
         model.generate("Once", 4, temperature=-1.0)
+    with pytest.raises(ValueError, match="chunk"):
+        model.generate("Once", 4, chunk=0)
     with pytest.raises(ValueError):
         model.needle(lengths=[10])
     with pytest.raises(ValueError):
