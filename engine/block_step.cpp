@@ -40,14 +40,9 @@ const CaptureLayer* choosing_layer(const Capture& capture, const CaptureLayer& l
                                    const MethodOptions& options, bool or_null) {
   const uint32_t chooser = selecting_layer(find_method(method), uint32_t(layer.index), options);
   if (chooser == uint32_t(layer.index)) return &layer;
-  std::string held;
-  for (const CaptureLayer& l : capture.layers()) {
-    if (l.index == int(chooser)) return &l;
-    held.append(held.empty() ? "" : ",").append(std::to_string(l.index));
-  }
-  if (or_null) return nullptr;
+  if (const CaptureLayer* found = capture.find_layer(int(chooser)); found || or_null) return found;
   throw InputError(method + " attends layer " + std::to_string(layer.index) + " with the set layer " +
-                       std::to_string(chooser) + " chose, and the capture holds layers " + held +
+                       std::to_string(chooser) + " chose, and the capture holds layers " + capture.layer_indices() +
                        ": capture every layer (kvscope capture --layers all)",
                    "layers");
 }

@@ -110,12 +110,21 @@ Capture::Capture(const std::filesystem::path& path) : file_(path) {
   }
 }
 
-const CaptureLayer& Capture::layer(int index) const {
+const CaptureLayer* Capture::find_layer(int index) const {
   for (const CaptureLayer& l : layers_)
-    if (l.index == index) return l;
-  std::string available;
-  for (const CaptureLayer& l : layers_) available.append(available.empty() ? "" : ",").append(std::to_string(l.index));
-  throw InputError(file_.path().string() + ": has no layer " + std::to_string(index) + " (layers: " + available + ")");
+    if (l.index == index) return &l;
+  return nullptr;
+}
+
+std::string Capture::layer_indices() const {
+  std::string indices;
+  for (const CaptureLayer& l : layers_) indices.append(indices.empty() ? "" : ",").append(std::to_string(l.index));
+  return indices;
+}
+
+const CaptureLayer& Capture::layer(int index) const {
+  if (const CaptureLayer* found = find_layer(index)) return *found;
+  throw InputError(file_.path().string() + ": has no layer " + std::to_string(index) + " (layers: " + layer_indices() + ")");
 }
 
 std::string Capture::model() const {

@@ -37,6 +37,8 @@ class Capture {
   const SafetensorsFile& file() const { return file_; }
   const std::vector<CaptureLayer>& layers() const { return layers_; }
   const CaptureLayer& layer(int index) const;  // InputError if absent
+  const CaptureLayer* find_layer(int index) const;  // null if absent
+  std::string layer_indices() const;  // "0,4": the layers it holds, for messages
   uint32_t tokens() const { return layers_.front().shape.tokens; }
   std::string model() const;
   std::string source() const;

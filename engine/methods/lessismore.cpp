@@ -31,8 +31,7 @@ uint32_t ranked_keys(uint32_t budget, uint32_t window_percent) {
 class LessIsMore final : public Method {
  public:
   LessIsMore(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
-      : device_(device),
-        layer_(layer),
+      : layer_(layer),
         window_percent_(options.lim_window),
         mean_query_(device, layer),
         scores_kernel_(make_layer_kernel<layouts::LessIsMoreScoresPush>(device, "lessismore_scores", lessismore_scores_spirv,
@@ -41,7 +40,9 @@ class LessIsMore final : public Method {
         finish_kernel_(device, "lessismore_finish", lessismore_finish_spirv, {1, sizeof(layouts::LessIsMoreFinishPush)}, {}),
         topk_(device),
         scores_(device, size_t(layer.shape.heads) * layer.shape.tokens * 4),
-        unified_(device, size_t(layer.shape.tokens) * 4) {}
+        unified_(device, size_t(layer.shape.tokens) * 4),
+        // m < T, and list_width refuses an m above LESSISMORE_MAX_RANKED.
+        head_lists_(device, size_t(layer.shape.heads) * std::min(layer.shape.tokens, LESSISMORE_MAX_RANKED) * 4) {}
 
   std::string name() const override { return "lessismore"; }
   Granularity granularity() const override { return Granularity::kv_head; }
@@ -73,9 +74,8 @@ class LessIsMore final : public Method {
                                                float(layer_.scale)};
       pass.dispatch(scores_kernel_, {query.buffer, &layer_.keys, &scores_, &unified_}, push, ceil_div(scored, 128), s.heads,
                     1, "scores");
-      grow_head_lists(size_t(s.heads) * ranked * 4);
-      topk_.record(pass, scores_, s.heads, scored, s.tokens, ranked, *head_lists_, ranked, "head_topk");
-      pass.dispatch(rank_kernel_, {&scores_, head_lists_.get(), &unified_},
+      topk_.record(pass, scores_, s.heads, scored, s.tokens, ranked, head_lists_, ranked, "head_topk");
+      pass.dispatch(rank_kernel_, {&scores_, &head_lists_, &unified_},
                     layouts::LessIsMoreRankPush{s.heads, ranked, s.tokens}, s.heads, 1, 1, "rank");
       topk_.record(pass, unified_, 1, scored, scored, ranked, indices, width, "unified_topk");
     }
@@ -90,23 +90,13 @@ class LessIsMore final : public Method {
                   ceil_div(rows * width, 128), 1, 1, "finish");
   }
 
-  // The heads' top-k lists, grown to the largest budget recorded (a pass
-  // recorded earlier still binds an outgrown one, so it is kept).
-  void grow_head_lists(size_t bytes) {
-    if (head_lists_ && head_lists_->bytes() >= bytes) return;
-    if (head_lists_) outgrown_.push_back(std::move(head_lists_));
-    head_lists_ = std::make_unique<vk::Buffer>(device_, bytes);
-  }
-
-  const vk::Device& device_;
   const GpuLayer& layer_;
   uint32_t window_percent_;
   MeanQuery mean_query_;
   vk::Kernel scores_kernel_, rank_kernel_, finish_kernel_;
   TopK topk_;
   vk::Buffer scores_, unified_;
-  std::unique_ptr<vk::Buffer> head_lists_;
-  std::vector<std::unique_ptr<vk::Buffer>> outgrown_;
+  vk::Buffer head_lists_;  // each head's top m keys, [H, m]
 };
 
 }  // namespace

@@ -219,6 +219,7 @@ std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint&
   if (p.depths.empty()) throw InputError("no needle depth", "depths");
   if (p.samples == 0) throw InputError("no sample", "samples");
   if (p.task == NeedleTask::kv && p.haystack.empty()) throw InputError("the kv task needs a haystack text", "haystack_file");
+  require_text_tokenizer(tokenizer, "needle");
   check_sweep(c.sweep);
   const uint32_t longest = *std::max_element(p.lengths.begin(), p.lengths.end());
   check_sequence_length(checkpoint.config(), longest);

@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "model/model.h"
+#include "model/prompts.h"
 
 namespace kv::model {
 namespace {
@@ -99,6 +100,17 @@ std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Che
     for (uint32_t budget : c.sweep.budgets)
       for (Regime path : paths) run(m, budget, path);
   return results;
+}
+
+std::vector<int32_t> perplexity_tokens(const Tokenizer& tokenizer, const ModelConfig& model, const std::string& text,
+                                       uint32_t length, const std::string& source) {
+  require_text_tokenizer(tokenizer, "perplexity");
+  std::vector<int32_t> tokens = prompt_tokens(tokenizer, model, text);
+  if (tokens.size() < length)
+    throw InputError(source + " holds " + std::to_string(tokens.size()) + " tokens, fewer than " + std::to_string(length),
+                     "length");
+  tokens.resize(length);
+  return tokens;
 }
 
 nlohmann::json perplexity_json(const PerplexityConfig& config, const std::vector<PerplexityResult>& results) {

@@ -10,6 +10,7 @@
 
 #include "model/checkpoint.h"
 #include "model/selection_plan.h"
+#include "model/tokenizer.h"
 #include "vk/device.h"
 
 namespace kv::model {
@@ -39,6 +40,12 @@ struct PerplexityResult {
 std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Checkpoint& checkpoint,
                                              const std::vector<int32_t>& tokens, const PerplexityConfig& config,
                                              const std::function<void(size_t, size_t)>& progress = {});
+
+// The first `length` tokens of `text` (with the model's BOS), as perplexity
+// scores them; InputError for a tokenizer of token ids, and (setting
+// "length") for a text, named `source`, that holds fewer tokens.
+std::vector<int32_t> perplexity_tokens(const Tokenizer& tokenizer, const ModelConfig& model, const std::string& text,
+                                       uint32_t length, const std::string& source);
 
 // The results as `kvscope ppl --json` holds them (docs/cli.md): one object
 // each under "results", beside the sweep's settings.

@@ -537,4 +537,10 @@ std::unique_ptr<Tokenizer> token_id_tokenizer(uint32_t vocab_size) { return std:
 
 bool is_token_ids(const Tokenizer& tokenizer) { return dynamic_cast<const TokenIds*>(&tokenizer) != nullptr; }
 
+void require_text_tokenizer(const Tokenizer& tokenizer, const std::string& what) {
+  if (is_token_ids(tokenizer))
+    throw InputError(what + "'s prompts are text, and random weights without a tokenizer take token ids: give one",
+                     "tokenizer");
+}
+
 }  // namespace kv::model

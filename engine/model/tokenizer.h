@@ -29,6 +29,9 @@ class Tokenizer {
 // as " <id>". is_token_ids tells it apart.
 std::unique_ptr<Tokenizer> token_id_tokenizer(uint32_t vocab_size);
 bool is_token_ids(const Tokenizer& tokenizer);
+// InputError (setting "tokenizer") where `tokenizer` takes token ids and
+// `what` (needle, perplexity, capture) builds its prompts from text.
+void require_text_tokenizer(const Tokenizer& tokenizer, const std::string& what);
 
 // A Hugging Face tokenizer.json, from its text; `source` names it in errors.
 std::unique_ptr<Tokenizer> parse_hf_tokenizer(const std::string& json_text, const std::string& source);

@@ -77,7 +77,7 @@ int run_capture(const GlobalOptions& global, const std::vector<std::string>& arg
   bool has_needle = false;
   std::string source = "kvscope capture";
   if (args.flag("passkey") || args.has("haystack-file")) {
-    require_text_tokenizer(*tokenizer, "capture");
+    model::require_text_tokenizer(*tokenizer, "capture");
     const uint32_t length = args.required_count("length", 16, 1u << 24);
     const std::string depth_text = args.required("depth");
     char* end = nullptr;

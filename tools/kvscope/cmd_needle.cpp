@@ -146,7 +146,6 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
-  require_text_tokenizer(*tokenizer, "needle");
   vk::Device device(global.device);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<model::NeedleResult> results = model::run_needle(

@@ -73,12 +73,7 @@ int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
-  require_text_tokenizer(*tokenizer, "ppl");
-  std::vector<int32_t> tokens = model::prompt_tokens(*tokenizer, checkpoint.config(), text);
-  if (tokens.size() < a.length)
-    throw InputError("ppl: " + a.text_file + " holds " + std::to_string(tokens.size()) + " tokens, fewer than --length " +
-                     std::to_string(a.length));
-  tokens.resize(a.length);
+  const std::vector<int32_t> tokens = model::perplexity_tokens(*tokenizer, checkpoint.config(), text, a.length, a.text_file);
 
   vk::Device device(global.device);
   const auto results = model::run_perplexity(device, checkpoint, tokens, a.config, runs_progress("ppl"));

@@ -132,11 +132,6 @@ std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const s
   return model::model_tokenizer(model_path, checkpoint, args.text("tokenizer", ""));
 }
 
-void require_text_tokenizer(const model::Tokenizer& tokenizer, const std::string& command) {
-  if (model::is_token_ids(tokenizer))
-    throw InputError(command + ": its prompts are text, and random weights without a tokenizer take token ids: give --tokenizer");
-}
-
 Mode parse_mode(const Args& args, const std::string& command) {
   if (args.flag("decode") == args.flag("prefill"))
     throw InputError(command + ": give exactly one of --decode and --prefill");

@@ -50,8 +50,6 @@ model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem:
 // (model::token_id_tokenizer).
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint);
-// Refuses, naming `command`, a tokenizer of token ids where the prompts are text.
-void require_text_tokenizer(const model::Tokenizer& tokenizer, const std::string& command);
 
 // The methods and their options, as --help lists them (from method_table()).
 std::string methods_help();

@@ -155,6 +155,18 @@ uint32_t count_of(int64_t value, const char* what) {
   return uint32_t(value);
 }
 
+py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+// GPU milliseconds by stage, summed where a stage recurs.
+py::dict stage_ms(const std::vector<vk::StageTime>& times) {
+  py::dict out;
+  for (const vk::StageTime& t : times) {
+    const py::str stage(t.stage);
+    out[stage] = (out.contains(stage) ? out[stage].cast<double>() : 0.0) + t.milliseconds;
+  }
+  return out;
+}
+
 // A chunk, as the CLI's --chunk takes it: 1 to 2^20 tokens.
 uint32_t chunk_of(int64_t chunk) {
   if (chunk < 1 || chunk > (int64_t(1) << 20)) throw InputError("chunk must be between 1 and 1048576 tokens, not " + std::to_string(chunk));
@@ -180,8 +192,6 @@ py::dict select_keys(const PyCapture& c, int layer_index, const std::string& met
   std::copy(r.indices.begin(), r.indices.end(), indices.mutable_data());
   py::array_t<int32_t> block_pos(blocks);
   std::copy(r.block_positions.begin(), r.block_positions.end(), block_pos.mutable_data());
-  py::dict timings;
-  for (const vk::StageTime& t : r.timings) timings[py::str(t.stage)] = t.milliseconds;
   py::dict out;
   out["indices"] = indices;
   out["block_pos"] = block_pos;
@@ -190,8 +200,8 @@ py::dict select_keys(const PyCapture& c, int layer_index, const std::string& met
   out["budget"] = k;
   out["layer"] = layer.index;
   out["granularity"] = granularity_name(r.granularity);
-  out["params"] = py::module_::import("json").attr("loads")(r.params.dump());
-  out["gpu_ms"] = timings;
+  out["params"] = from_json(r.params);
+  out["gpu_ms"] = stage_ms(r.timings);
   return out;
 }
 
@@ -232,23 +242,10 @@ py::list evaluate_methods(const PyCapture& c, const std::vector<std::string>& me
     r["recall"] = row.mean.recall;
     r["output_error"] = row.mean.output_error;
     r["needle_recall"] = row.needle_recall >= 0 ? py::object(py::float_(row.needle_recall)) : py::none();
-    py::dict timings;
-    for (const vk::StageTime& t : row.timings) timings[py::str(t.stage)] = t.milliseconds;
-    r["gpu_ms"] = timings;
+    r["gpu_ms"] = stage_ms(row.timings);
     records.append(r);
   }
   return records;
-}
-
-py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
-
-py::dict stage_ms(const std::vector<vk::StageTime>& times) {
-  py::dict out;
-  for (const vk::StageTime& t : times) {
-    const py::str stage(t.stage);
-    out[stage] = (out.contains(stage) ? out[stage].cast<double>() : 0.0) + t.milliseconds;
-  }
-  return out;
 }
 
 // A model's weights and tokenizer, opened once; each call sizes its own run
@@ -269,11 +266,6 @@ PyModel open_model(const std::string& path, bool random_weights, int64_t seed, c
   m.tokenizer = model::model_tokenizer(path, *m.checkpoint, tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>());
   m.device = device;
   return m;
-}
-
-void require_text(const PyModel& m, const char* what) {
-  if (model::is_token_ids(*m.tokenizer))
-    throw InputError(std::string(what) + "'s prompts are text, and random weights without a tokenizer take token ids: give tokenizer=");
 }
 
 std::vector<uint32_t> counts_of(const py::object& values, const char* what) {
@@ -354,7 +346,6 @@ py::object model_needle(const PyModel& m, const std::string& task, const py::obj
                         int64_t samples, const py::object& methods, const py::object& budgets, const std::string& regime,
                         int64_t prefill_budget, const py::object& dense_layers, const py::object& haystack, int64_t chunk,
                         int64_t seed, const py::kwargs& kwargs) {
-  require_text(m, "needle");
   model::NeedleConfig config;
   model::NeedlePrompts& p = config.prompts;
   p.task = model::parse_needle_task(task);
@@ -381,18 +372,15 @@ py::object model_needle(const PyModel& m, const std::string& task, const py::obj
 py::object model_perplexity(const PyModel& m, const py::object& text, int64_t length, int64_t scored,
                             const py::object& methods, const py::object& budgets, const std::string& regime,
                             const py::object& dense_layers, int64_t chunk, const py::kwargs& kwargs) {
-  require_text(m, "perplexity");
   model::PerplexityConfig config;
   config.scored = count_of(scored, "scored");
   config.chunk = chunk_of(chunk);
   config.sweep = sweep_from(methods, budgets, regime, 0, dense_layers, kwargs);
   const std::string source_name = text.is_none() ? bundled_asset("text/licenses.txt").string() : "(the text given)";
   const std::string source = text.is_none() ? model::read_text_file(source_name) : text.cast<std::string>();
-  std::vector<int32_t> tokens = model::prompt_tokens(*m.tokenizer, m.checkpoint->config(), source);
   const uint32_t want = count_of(length, "length");
-  if (tokens.size() < want)
-    throw InputError("the text holds " + std::to_string(tokens.size()) + " tokens, fewer than " + std::to_string(want), "length");
-  tokens.resize(want);
+  const std::vector<int32_t> tokens =
+      model::perplexity_tokens(*m.tokenizer, m.checkpoint->config(), source, want, source_name);
   const vk::Device& d = device_or_default(m.device);
   std::vector<model::PerplexityResult> results;
   {
