@@ -9,6 +9,7 @@
 #include "attention_merge.spv.h"
 #include "attention_merge_few.spv.h"
 #include "attention_partial.spv.h"
+#include "attention_partial_shared_outputs.spv.h"
 #include "element_type.h"
 #include "error.h"
 #include "fragment_layout.h"
@@ -17,6 +18,7 @@
 #include "sparse_attention_chunk_khr.spv.h"
 #include "sparse_attention_decode.spv.h"
 #include "sparse_attention_partial.spv.h"
+#include "sparse_attention_partial_shared_outputs.spv.h"
 
 namespace kv {
 namespace {
@@ -88,23 +90,34 @@ std::optional<AttentionTiling> chunk_tiling(const vk::Device& device, DType dtyp
   return std::nullopt;
 }
 
-uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim) {
-  return 4 * (rows * dim + key_tile * (dim + 1) + rows * key_tile + 5 * rows + key_tile);
+uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim, bool outputs_in_shared) {
+  return 4 * (rows * dim * (outputs_in_shared ? 2 : 1) + key_tile * (dim + 1) + rows * key_tile + 5 * rows + key_tile);
 }
 
-// The largest tile that fits shared memory, no larger than the rows a request can fill.
-AttentionTiling choose_base_tiling(const AttentionShape& shape, uint32_t shared_memory_bytes, uint32_t max_queries) {
+// The largest tile that fits shared memory, no larger than the rows a request
+// can fill; with its outputs in shared memory where the device asks for that
+// (costly_values_across_barriers) and a tile of them fits.
+AttentionTiling choose_base_tiling(const AttentionShape& shape, const vk::Device& device, uint32_t max_queries,
+                                   Attention::TileOutputs tile_outputs) {
   if (shape.dim == 0 || shape.dim % 8 != 0 || shape.dim > 512)
     throw InputError("head dimension d=" + std::to_string(shape.dim) + " is not supported (a multiple of 8, at most 512)");
   const uint32_t useful_rows = std::max<uint32_t>(1, std::min<uint64_t>(64, uint64_t(shape.group()) * max_queries));
+  const uint32_t shared_memory_bytes = device.limits().maxComputeSharedMemorySize;
   AttentionTiling t;
-  for (uint32_t key_tile : {32u, 16u, 8u})
-    for (uint32_t rows = 64; rows >= 4; rows /= 2)
-      if (shared_bytes(rows, key_tile, shape.dim) <= shared_memory_bytes && (rows <= useful_rows || rows == 4)) {
-        t.rows = rows;
-        t.key_tile = key_tile;
-        return t;
-      }
+  for (bool outputs_in_shared : {true, false}) {
+    if (outputs_in_shared && (tile_outputs == Attention::TileOutputs::registers ||
+                              !device.info().costly_values_across_barriers))
+      continue;
+    for (uint32_t key_tile : {32u, 16u, 8u})
+      for (uint32_t rows = 64; rows >= 4; rows /= 2)
+        if (shared_bytes(rows, key_tile, shape.dim, outputs_in_shared) <= shared_memory_bytes &&
+            (rows <= useful_rows || rows == 4)) {
+          t.rows = rows;
+          t.key_tile = key_tile;
+          t.outputs_in_shared = outputs_in_shared;
+          return t;
+        }
+  }
   throw InputError("the device's shared memory cannot hold an attention tile for d=" + std::to_string(shape.dim));
 }
 
@@ -147,18 +160,26 @@ uint32_t partial_rows(const AttentionShape& shape, uint32_t max_queries, const A
 }  // namespace
 
 Attention::Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys,
-                     uint32_t max_queries)
+                     uint32_t max_queries, TileOutputs tile_outputs)
     : shape_(shape),
       keys_(keys),
       max_queries_(std::max<uint32_t>(1, max_queries)),
-      base_(choose_base_tiling(shape, device.limits().maxComputeSharedMemorySize, max_queries_)),
+      base_(choose_base_tiling(shape, device, max_queries_, tile_outputs)),
       most_tiles_per_split_(units_within_loop_limit(device, tile_loop_iterations(base_, shape.dim))),
       chunk_tiling_(max_queries_ > 1 ? chunk_tiling(device, dtype, shape.dim) : std::nullopt),
       partial_rows_(partial_rows(shape, max_queries_, base_, most_tiles_per_split_, chunk_tiling_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
-        return keys == Keys::dense
-                   ? vk::Kernel(device, "attention_partial", attention_partial_spirv, {5, sizeof(AttentionPartialPush)}, specialization)
+        if (keys == Keys::dense)
+          return base_.outputs_in_shared
+                     ? vk::Kernel(device, "attention_partial_shared_outputs", attention_partial_shared_outputs_spirv,
+                                  {5, sizeof(AttentionPartialPush)}, specialization)
+                     : vk::Kernel(device, "attention_partial", attention_partial_spirv, {5, sizeof(AttentionPartialPush)},
+                                  specialization);
+        return base_.outputs_in_shared
+                   ? vk::Kernel(device, "sparse_attention_partial_shared_outputs",
+                                sparse_attention_partial_shared_outputs_spirv, {6, sizeof(AttentionPartialPush)},
+                                specialization)
                    : vk::Kernel(device, "sparse_attention_partial", sparse_attention_partial_spirv,
                                 {6, sizeof(AttentionPartialPush)}, specialization);
       }()),

@@ -28,6 +28,7 @@ struct AttentionTiling {
   uint32_t splits = 1;
   bool decode_kernel = false;  // attention_decode: one query, keys in registers
   bool chunk_kernel = false;   // attention_chunk: cooperative matrices
+  bool outputs_in_shared = false;  // attention_tile's accumulators in shared memory (*_shared_outputs)
 };
 
 // One attention step: the queries at positions [first_position, first_position + n_queries),
@@ -58,8 +59,14 @@ struct AttentionRequest {
 class Attention {
  public:
   enum class Keys { dense, sparse };
+  // Where the tile kernel keeps its rows' output accumulators: as the device
+  // prefers (in shared memory where values kept across barriers are costly to
+  // compile, vk::DeviceInfo::costly_values_across_barriers; else registers),
+  // or in registers, the GPUs' form, which tests hold to the reference there too.
+  enum class TileOutputs { device_default, registers };
 
-  Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys, uint32_t max_queries);
+  Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys, uint32_t max_queries,
+            TileOutputs tile_outputs = TileOutputs::device_default);
 
   // The buffers bound here must outlive every run of the pass.
   void record(vk::Pass& pass, const GpuLayer& layer, const AttentionRequest& request, const std::string& prefix) const;

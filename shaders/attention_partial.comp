@@ -5,4 +5,5 @@
 #include "layouts.h"
 
 #define KEY_LIST 0
+#define OUTPUTS_IN_SHARED 0
 #include "attention_tile.glsl"

@@ -3,7 +3,12 @@
 // with the keys and values of each slot read once for every head that shares
 // the list (GQA). Online softmax in log2 units; unnormalised outputs and
 // (max, sum) per row go to attention_merge. The including kernel defines
-// KEY_LIST: 0 = keys [0, position] (dense), 1 = a selection plus own keys.
+// KEY_LIST: 0 = keys [0, position] (dense), 1 = a selection plus own keys,
+// and OUTPUTS_IN_SHARED: 1 keeps the rows' output accumulators in shared
+// memory instead of registers, for lavapipe (the *_shared_outputs kernels;
+// vk::DeviceInfo::costly_values_across_barriers), whose LLVM compile of 16
+// accumulators an invocation kept across the loop's barriers took 9-13 s a
+// variant, under 1 s from shared memory (docs/perf-experiments.md).
 // engine/attention.cpp's tile_loop_iterations counts this kernel's loops per
 // key tile: lavapipe ends an invocation's loops after 65535 iterations
 // (vk::DeviceInfo::loop_limit), so the splits there are sized from it. Keep
@@ -33,6 +38,12 @@ shared float row_alpha[ROWS];
 shared uint row_key_limit[ROWS];  // keys [0, limit) are causal for the row; 0 = no row
 shared uint row_output[ROWS];     // (head * n_queries + query), where the row's results go
 shared int tile_keys[KEY_TILE];   // key position of each slot in the current tile; -1 = none
+#if OUTPUTS_IN_SHARED
+shared float output_tile[ROWS * HEAD_DIM];
+#define OUTPUT(a, o) output_tile[o]
+#else
+#define OUTPUT(a, o) accumulator[a]
+#endif
 
 void load_kv_tile(bool value, uint kv_head) {
   for (uint i = gl_LocalInvocationIndex; i < KEY_TILE * CHUNKS; i += WORKGROUP) {
@@ -83,8 +94,13 @@ void main() {
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
 
+#if !OUTPUTS_IN_SHARED
   float accumulator[ACCUMULATORS];
-  for (uint a = 0; a < ACCUMULATORS; ++a) accumulator[a] = 0.0;
+#endif
+  for (uint a = 0; a < ACCUMULATORS; ++a) {
+    const uint o = tid + a * WORKGROUP;
+    if (o < ROWS * HEAD_DIM) OUTPUT(a, o) = 0.0;
+  }
 
   for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
     for (uint kk = tid; kk < KEY_TILE; kk += WORKGROUP)
@@ -128,9 +144,9 @@ void main() {
       uint o = tid + a * WORKGROUP;
       if (o >= ROWS * HEAD_DIM) break;
       uint row = o / HEAD_DIM, c = o % HEAD_DIM;
-      float sum = accumulator[a] * row_alpha[row];
+      float sum = OUTPUT(a, o) * row_alpha[row];
       for (uint kk = 0; kk < KEY_TILE; ++kk) sum += p_tile[row * KEY_TILE + kk] * kv_tile[kk * STRIDE + c];
-      accumulator[a] = sum;
+      OUTPUT(a, o) = sum;
     }
     barrier();
   }
@@ -140,7 +156,7 @@ void main() {
     if (o >= ROWS * HEAD_DIM) break;
     uint row = o / HEAD_DIM, c = o % HEAD_DIM;
     if (row_key_limit[row] > 0u)
-      partial_output[(row_output[row] * pc.n_splits + split) * HEAD_DIM + c] = accumulator[a];
+      partial_output[(row_output[row] * pc.n_splits + split) * HEAD_DIM + c] = OUTPUT(a, o);
   }
   for (uint row = tid; row < ROWS; row += WORKGROUP)
     if (row_key_limit[row] > 0u) partial_stats[row_output[row] * pc.n_splits + split] = vec2(row_max[row], row_sum[row]);

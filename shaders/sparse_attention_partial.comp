@@ -6,4 +6,5 @@
 #include "layouts.h"
 
 #define KEY_LIST 1
+#define OUTPUTS_IN_SHARED 0
 #include "attention_tile.glsl"

@@ -34,6 +34,28 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, DType dtype, float
   return to_float(dtype, from_float(dtype, values));
 }
 
+// Outputs and log-sum-exps of `positions`' queries against the float64 reference.
+void expect_matches_reference(const AttentionShape& shape, double scale, const std::vector<float>& q,
+                              const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<uint32_t>& positions, const std::vector<float>& output,
+                              const std::vector<float>& lse) {
+  reference::DenseResult expected = reference::dense_attention(shape, scale, q, k, v, positions);
+  for (size_t row = 0; row < expected.log_sum_exp.size(); ++row) {
+    double difference = 0, norm = 0;
+    for (size_t ch = 0; ch < shape.dim; ++ch) {
+      const float got = output[row * shape.dim + ch];
+      ASSERT_TRUE(std::isfinite(got)) << "row " << row << " channel " << ch << " was not written";
+      const double want = expected.output[row * shape.dim + ch];
+      difference += (got - want) * (got - want);
+      norm += want * want;
+    }
+    EXPECT_LE(std::sqrt(difference / norm), 1e-3) << "row " << row;
+    ASSERT_TRUE(std::isfinite(lse[row])) << "row " << row;
+    EXPECT_NEAR(lse[row], expected.log_sum_exp[row], 1e-3 * std::max(1.0, std::fabs(expected.log_sum_exp[row])))
+        << "row " << row;
+  }
+}
+
 class DenseAttentionTest : public test::GpuTest, public ::testing::WithParamInterface<DenseCase> {};
 
 TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
@@ -66,21 +88,7 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   std::vector<float> output = dense.output(c.queries);
   std::vector<float> lse = dense.log_sum_exp(c.queries);
 
-  reference::DenseResult expected = reference::dense_attention(shape, scale, q, k, v, positions);
-  for (size_t row = 0; row < expected.log_sum_exp.size(); ++row) {
-    double difference = 0, norm = 0;
-    for (size_t ch = 0; ch < c.dim; ++ch) {
-      const float got = output[row * c.dim + ch];
-      ASSERT_TRUE(std::isfinite(got)) << "row " << row << " channel " << ch << " was not written";
-      const double want = expected.output[row * c.dim + ch];
-      difference += (got - want) * (got - want);
-      norm += want * want;
-    }
-    EXPECT_LE(std::sqrt(difference / norm), 1e-3) << "row " << row;
-    ASSERT_TRUE(std::isfinite(lse[row])) << "row " << row;
-    EXPECT_NEAR(lse[row], expected.log_sum_exp[row], 1e-3 * std::max(1.0, std::fabs(expected.log_sum_exp[row])))
-        << "row " << row;
-  }
+  expect_matches_reference(shape, scale, q, k, v, positions, output, lse);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -122,6 +130,55 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{4, 4, 1100, 64, DType::f16, true, 129, 0},       // MHA, a chunk from position 0
         DenseCase{4, 2, 300, 256, DType::f16, true, 20, 280}),     // d = 256: the tile kernel
     case_name);
+
+// The tile kernel with its output accumulators in registers, the form GPUs
+// without cooperative matrices run (and bf16 and fp32 chunks everywhere), on
+// a device that prefers them in shared memory (lavapipe: every case above runs
+// that form there): a chunk over dense keys, and the same chunk over a key
+// list of every earlier position plus its own keys, which must attend alike.
+// Small d and rows: lavapipe compiles this form slowly (attention_tile.glsl).
+class TileOutputsTest : public test::GpuTest, public ::testing::WithParamInterface<Attention::Keys> {};
+
+TEST_P(TileOutputsTest, RegistersMatchFloat64Reference) {
+  const Attention::Keys keys = GetParam();
+  const AttentionShape shape{4, 2, 300, 32};
+  const uint32_t first = 250, n = 6;  // 12 rows: a tile of 8, 2 accumulators an invocation
+  const DType dtype = DType::bf16;
+  std::mt19937 rng(std::random_device{}());
+  std::vector<float> k = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 2.0f);
+  std::vector<float> v = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 1.0f);
+  std::vector<float> q = random_values(rng, size_t(shape.heads) * n * shape.dim, dtype, 2.0f);
+  std::vector<uint32_t> positions;
+  for (uint32_t i = first; i < first + n; ++i) positions.push_back(i);
+  const double scale = 1.0 / std::sqrt(double(shape.dim));
+
+  vk::Device& device = test::device();
+  GpuLayer layer(device, shape, dtype, scale, from_float(dtype, k), from_float(dtype, v));
+  Attention attention(device, shape, dtype, keys, n, Attention::TileOutputs::registers);
+  vk::Buffer queries(device, q.size() * dtype_size(dtype));
+  queries.upload(from_float(dtype, q));
+  // One list a KV head: positions [0, first), then the chunk's own keys.
+  std::vector<int32_t> lists;
+  for (uint32_t g = 0; g < shape.kv_heads; ++g)
+    for (uint32_t p = 0; p < first; ++p) lists.push_back(int32_t(p));
+  vk::Buffer selection(device, lists.size() * sizeof(int32_t));
+  selection.upload_values<int32_t>(lists);
+  AttentionRequest request{&queries, n, first};
+  if (keys == Attention::Keys::sparse)
+    request = {&queries, n, first, &selection, shape.group(), first, first, n};
+  ASSERT_FALSE(attention.tiling(request).decode_kernel || attention.tiling(request).chunk_kernel);
+  EXPECT_FALSE(attention.tiling(request).outputs_in_shared);
+  attention.poison();
+  vk::Pass pass(device);
+  attention.record(pass, layer, request, "tile");
+  pass.run();
+  expect_matches_reference(shape, scale, q, k, v, positions, attention.output(n), attention.log_sum_exp(n));
+}
+
+INSTANTIATE_TEST_SUITE_P(Keys, TileOutputsTest, ::testing::Values(Attention::Keys::dense, Attention::Keys::sparse),
+                         [](const ::testing::TestParamInfo<Attention::Keys>& info) {
+                           return info.param == Attention::Keys::dense ? "dense" : "sparse";
+                         });
 
 }  // namespace
 }  // namespace kv

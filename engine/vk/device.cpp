@@ -215,7 +215,10 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
   info.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   info.cooperative_matrix = has_fp16_cooperative_matrix(instance, physical, info.subgroup_size);
   info.cooperative_matrix_khr = info.cooperative_matrix && has_fp16_cooperative_matrix_khr(instance, physical);
-  if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) info.loop_limit = 65535;
+  if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {
+    info.loop_limit = 65535;
+    info.costly_values_across_barriers = true;
+  }
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     if (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       info.device_local_bytes = std::max<uint64_t>(info.device_local_bytes, memory.memoryHeaps[i].size);

@@ -38,6 +38,13 @@ struct DeviceInfo {
   // (gallivm's loop limiter; tests/test_loop_limit.cpp). 0 = no such limit.
   // Kernels whose loops grow with the sequence split their work to stay under it.
   uint32_t loop_limit = 0;
+  // Whether the driver's compiler pays heavily for values an invocation keeps
+  // in registers across a barrier: llvmpipe runs a workgroup as coroutines
+  // that suspend at each barrier, and LLVM's coroutine splitting, the first
+  // time a pipeline is dispatched, took seconds a kernel where many are kept
+  // (docs/perf-experiments.md). Kernels there take forms that keep such
+  // values in shared memory.
+  bool costly_values_across_barriers = false;
   uint64_t device_local_bytes = 0;
   uint64_t max_storage_buffer_range = 0;
   uint32_t max_shared_memory_bytes = 0;

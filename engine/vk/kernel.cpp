@@ -1,8 +1,15 @@
 #include "vk/kernel.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "vk/buffer.h"
 #include "vk/check.h"
 
 namespace kv::vk {
@@ -40,6 +47,59 @@ std::string compiler_statistics(VkDevice device, VkPipeline pipeline) {
     }
   }
   return text;
+}
+
+// "name [s0,s1,...]": a kernel kind as logs and statistics name it.
+std::string kind_name(const std::string& name, std::span<const uint32_t> specialization) {
+  std::string key = name + " [";
+  for (size_t i = 0; i < specialization.size(); ++i) key += (i ? "," : "") + std::to_string(specialization[i]);
+  return key + "]";
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// KVSCOPE_PIPELINE_LOG=FILE (or "-", standard error): a line for every
+// pipeline built, with the milliseconds of vkCreateComputePipelines and of a
+// first dispatch. Mesa's lavapipe compiles a pipeline's machine code with LLVM
+// only when it is first dispatched, so the second number is its compile; a
+// dispatch of no workgroups reaches it without running anything.
+void log_pipeline(const Device& device, const CompiledKernel& compiled, const std::string& kind,
+                  KernelLayout layout, double create_ms) {
+  const char* path = std::getenv("KVSCOPE_PIPELINE_LOG");
+  if (!path || !*path) return;
+  Buffer scratch(device, 16);
+  std::vector<VkDescriptorBufferInfo> infos(layout.bindings, {scratch.handle(), 0, VK_WHOLE_SIZE});
+  std::vector<VkWriteDescriptorSet> writes(layout.bindings);
+  for (uint32_t i = 0; i < layout.bindings; ++i) {
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  const std::vector<std::byte> zeros(layout.push_bytes);
+  const auto start = std::chrono::steady_clock::now();
+  device.submit_and_wait([&](VkCommandBuffer cb) {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, compiled.pipeline.get());
+    if (layout.bindings)
+      device.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, compiled.pipeline_layout.get(), 0, layout.bindings,
+                                 writes.data());
+    if (layout.push_bytes)
+      vkCmdPushConstants(cb, compiled.pipeline_layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, layout.push_bytes,
+                         zeros.data());
+    vkCmdDispatch(cb, 0, 0, 0);
+  });
+  const double dispatch_ms = milliseconds_since(start);
+  char numbers[96];
+  std::snprintf(numbers, sizeof numbers, "\t%.1f\t%.1f\n", create_ms, dispatch_ms);
+  const std::string line = device.info().name + "\t" + kind + numbers;
+  // One write of the whole line, appended: processes that share the file (ctest -j) keep their lines whole.
+  const int fd = std::string(path) == "-" ? STDERR_FILENO : open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t written = write(fd, line.data(), line.size());
+  if (fd != STDERR_FILENO) close(fd);
 }
 
 }  // namespace
@@ -97,14 +157,14 @@ std::shared_ptr<const CompiledKernel> compile(const Device& device, const std::s
   pipeline_info.layout = raw_pipeline_layout;
   if (device.kernel_statistics_enabled()) pipeline_info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline raw_pipeline = VK_NULL_HANDLE;
+  const auto start = std::chrono::steady_clock::now();
   VkResult result = vkCreateComputePipelines(vk_device, VK_NULL_HANDLE, 1, &pipeline_info, nullptr, &raw_pipeline);
   if (result != VK_SUCCESS) fail("vkCreateComputePipelines(" + name + ")", result);
+  const double create_ms = milliseconds_since(start);
   compiled->pipeline = UniquePipeline(vk_device, raw_pipeline);
-  if (device.kernel_statistics_enabled()) {
-    std::string key = name + " [";
-    for (size_t i = 0; i < specialization.size(); ++i) key += (i ? "," : "") + std::to_string(specialization[i]);
-    device.add_kernel_statistics(key + "]", compiler_statistics(vk_device, raw_pipeline));
-  }
+  if (device.kernel_statistics_enabled())
+    device.add_kernel_statistics(kind_name(name, specialization), compiler_statistics(vk_device, raw_pipeline));
+  log_pipeline(device, *compiled, kind_name(name, specialization), layout, create_ms);
   return compiled;
 }
 
