@@ -96,7 +96,10 @@ uint32_t shared_bytes(uint32_t rows, uint32_t key_tile, uint32_t dim, bool outpu
 
 // The largest tile that fits shared memory, no larger than the rows a request
 // can fill; with its outputs in shared memory where the device asks for that
-// (costly_values_across_barriers) and a tile of them fits.
+// (costly_values_across_barriers) and a tile of them fits. That form takes
+// the largest tile whatever the request, so that requests of every size
+// share one pipeline: each costs lavapipe a compile, and the rows a request
+// leaves empty cost it little (no key is causal for them).
 AttentionTiling choose_base_tiling(const AttentionShape& shape, const vk::Device& device, uint32_t max_queries,
                                    Attention::TileOutputs tile_outputs) {
   if (shape.dim == 0 || shape.dim % 8 != 0 || shape.dim > 512)
@@ -111,7 +114,7 @@ AttentionTiling choose_base_tiling(const AttentionShape& shape, const vk::Device
     for (uint32_t key_tile : {32u, 16u, 8u})
       for (uint32_t rows = 64; rows >= 4; rows /= 2)
         if (shared_bytes(rows, key_tile, shape.dim, outputs_in_shared) <= shared_memory_bytes &&
-            (rows <= useful_rows || rows == 4)) {
+            (rows <= useful_rows || rows == 4 || outputs_in_shared)) {
           t.rows = rows;
           t.key_tile = key_tile;
           t.outputs_in_shared = outputs_in_shared;
