@@ -94,13 +94,12 @@ void main() {
   const uint slot_begin = split * pc.split_keys;
   const uint slot_end = min(slot_begin + pc.split_keys, slots);
 
-#if !OUTPUTS_IN_SHARED
+#if OUTPUTS_IN_SHARED
+  for (uint o = tid; o < ROWS * HEAD_DIM; o += WORKGROUP) output_tile[o] = 0.0;
+#else
   float accumulator[ACCUMULATORS];
+  for (uint a = 0; a < ACCUMULATORS; ++a) accumulator[a] = 0.0;
 #endif
-  for (uint a = 0; a < ACCUMULATORS; ++a) {
-    const uint o = tid + a * WORKGROUP;
-    if (o < ROWS * HEAD_DIM) OUTPUT(a, o) = 0.0;
-  }
 
   for (uint slot0 = slot_begin; slot0 < slot_end; slot0 += KEY_TILE) {
     for (uint kk = tid; kk < KEY_TILE; kk += WORKGROUP)

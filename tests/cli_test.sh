@@ -37,6 +37,14 @@ grep -q "^values *all finite" "$work/out" || { echo "FAIL: info does not report 
 expect 0 "dense decode check" -- "$kvscope" --debug dense --capture "$work/s.safetensors" --decode --probes 8 --check
 expect 0 "dense prefill check" -- "$kvscope" --debug dense --capture "$work/s.safetensors" --prefill --chunk 64 --check --json
 grep -q '"pass": true' "$work/out" || { echo "FAIL: dense --json lacks a passing check"; failures=$((failures + 1)); }
+# KVSCOPE_PIPELINE_LOG: a line a pipeline built (device, kernel [specialisation],
+# create ms, first-dispatch ms), which tools/dev/pipeline_compiles.py reads.
+expect 0 "dense prefill with a pipeline log" -- env KVSCOPE_PIPELINE_LOG="$work/pipelines.tsv" \
+  "$kvscope" dense --capture "$work/s.safetensors" --prefill --chunk 64
+awk -F'\t' 'NF != 4 || $2 !~ /^[a-z0-9_]+ \[[0-9,]*\]$/ || $3 !~ /^[0-9.]+$/ || $4 !~ /^[0-9.]+$/ { bad = 1 } END { exit bad || NR == 0 }' \
+  "$work/pipelines.tsv" && grep -q "attention_merge" "$work/pipelines.tsv" &&
+  python3 "$(dirname "$0")/../tools/dev/pipeline_compiles.py" "$work/pipelines.tsv" | grep -q '^| `attention_merge` |' ||
+  { echo "FAIL: KVSCOPE_PIPELINE_LOG's lines or their table"; failures=$((failures + 1)); }
 expect 2 "dense on a missing layer" -- "$kvscope" dense --capture "$work/s.safetensors" --layer 5 --decode
 expect 2 "dense without a mode" -- "$kvscope" dense --capture "$work/s.safetensors"
 head -c 100 "$work/s.safetensors" >"$work/truncated.safetensors"

@@ -310,7 +310,7 @@ struct ScoresCase {
   uint32_t budget = 16;
   // Only a device with tensor cores runs this case: it exists for their
   // kernels, and elsewhere would recompile the scalar kernels at another d
-  // (on lavapipe, a minute or two of CI each).
+  // (on lavapipe, seconds of LLVM compiles each on a new machine).
   bool tensor_cores_only = false;
 };
 
