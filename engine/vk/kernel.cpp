@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,11 @@ void log_pipeline(const Device& device, const CompiledKernel& compiled, const st
   const std::string line = device.info().name + "\t" + kind + numbers;
   // One write of the whole line, appended: processes that share the file (ctest -j) keep their lines whole.
   const int fd = std::string(path) == "-" ? STDERR_FILENO : open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) return;
+  if (fd < 0) {  // a diagnostic: the run goes on, saying so once
+    static std::once_flag said;
+    std::call_once(said, [&] { std::fprintf(stderr, "kvscope: KVSCOPE_PIPELINE_LOG: cannot write %s\n", path); });
+    return;
+  }
   [[maybe_unused]] const ssize_t written = write(fd, line.data(), line.size());
   if (fd != STDERR_FILENO) close(fd);
 }
