@@ -26,8 +26,11 @@ def read_log(path):
             if len(fields) != 4:
                 sys.exit(f"pipeline_compiles: {path}:{number}: not a pipeline log line")
             kind = fields[1]
-            if kind not in first:
-                first[kind] = float(fields[2]) + float(fields[3])
+            try:
+                ms = float(fields[2]) + float(fields[3])
+            except ValueError:
+                sys.exit(f"pipeline_compiles: {path}:{number}: its milliseconds are not numbers")
+            first.setdefault(kind, ms)
     return first
 
 
