@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "attention_chunk.spv.h"
+#include "attention_chunk_cm2.spv.h"
 #include "attention_chunk_khr.spv.h"
 #include "attention_decode.spv.h"
 #include "attention_merge.spv.h"
@@ -13,8 +16,10 @@
 #include "element_type.h"
 #include "error.h"
 #include "fragment_layout.h"
+#include "kernel_choice.h"
 #include "layer_kernel.h"
 #include "sparse_attention_chunk.spv.h"
+#include "sparse_attention_chunk_cm2.spv.h"
 #include "sparse_attention_chunk_khr.spv.h"
 #include "sparse_attention_decode.spv.h"
 #include "sparse_attention_partial.spv.h"
@@ -69,6 +74,16 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
   return lanes;
 }
 
+// Whether chunks run attention_chunk_cm2 (VK_NV_cooperative_matrix2): fp16
+// keys and values, d a multiple of 16 and at most 256 (Q and O are matrices
+// of ROWS x d a workgroup).
+bool cooperative_matrix2_chunks(const vk::Device& device, DType dtype, uint32_t dim, Attention::ChunkKernel choice) {
+  const bool chosen = choice == Attention::ChunkKernel::cooperative_matrix2
+                          ? device.cooperative_matrix2() && cooperative_matrix2_built()
+                          : matrix_kernels(device) == MatrixKernels::cooperative_matrix2;
+  return chosen && dtype == DType::f16 && dim % 16 == 0 && dim <= 256;
+}
+
 // attention_chunk's tile, 16 (head, query) rows a subgroup of 32, where the
 // device and shape allow the kernel: fp16 keys and values, d a multiple of 32
 // (pairs of 16-wide fragments) and at most 128 (the outputs' fragments live in
@@ -77,7 +92,17 @@ uint32_t decode_lanes(const vk::Device& device, uint32_t dim) {
 // shared memory holds them (38,016 bytes at d = 128), four otherwise. On the
 // H100 eight took the 32k dense chunk from 1014 to 675 us and QuoKA's sparse
 // chunk from 58.8 to 40.0 (docs/perf-experiments.md).
-std::optional<AttentionTiling> chunk_tiling(const vk::Device& device, DType dtype, uint32_t dim) {
+std::optional<AttentionTiling> chunk_tiling(const vk::Device& device, DType dtype, uint32_t dim,
+                                           Attention::ChunkKernel choice) {
+  if (cooperative_matrix2_chunks(device, dtype, dim, choice)) {
+    // KVSCOPE_CM2_ATTENTION=rows,key_tile,invocations: a tile to try (tools/dev/README.md).
+    AttentionTiling t{.rows = 128, .key_tile = 64, .workgroup = 256, .chunk_kernel = true, .cooperative_matrix2 = true};
+    if (const char* forced = std::getenv("KVSCOPE_CM2_ATTENTION"))
+      std::sscanf(forced, "%u,%u,%u", &t.rows, &t.key_tile, &t.workgroup);
+    const std::vector<uint32_t>& sizes = device.info().cooperative_matrix2_workgroups;
+    if (std::find(sizes.begin(), sizes.end(), t.workgroup) == sizes.end()) t.workgroup = sizes.back();
+    return t;
+  }
   if (!device.info().cooperative_matrix || dtype != DType::f16 || dim % 32 != 0 || dim > 128 ||
       !has_mma_fragment_layout(device))
     return std::nullopt;
@@ -163,13 +188,13 @@ uint32_t partial_rows(const AttentionShape& shape, uint32_t max_queries, const A
 }  // namespace
 
 Attention::Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys,
-                     uint32_t max_queries, TileOutputs tile_outputs)
+                     uint32_t max_queries, TileOutputs tile_outputs, ChunkKernel chunk_kernel)
     : shape_(shape),
       keys_(keys),
       max_queries_(std::max<uint32_t>(1, max_queries)),
       base_(choose_base_tiling(shape, device, max_queries_, tile_outputs)),
       most_tiles_per_split_(units_within_loop_limit(device, tile_loop_iterations(base_, shape.dim))),
-      chunk_tiling_(max_queries_ > 1 ? chunk_tiling(device, dtype, shape.dim) : std::nullopt),
+      chunk_tiling_(max_queries_ > 1 ? chunk_tiling(device, dtype, shape.dim, chunk_kernel) : std::nullopt),
       partial_rows_(partial_rows(shape, max_queries_, base_, most_tiles_per_split_, chunk_tiling_)),
       partial_([&] {
         const uint32_t specialization[] = {shape.dim, element_type(dtype), base_.rows, base_.key_tile, base_.workgroup};
@@ -205,6 +230,18 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
       }()),
       chunk_([&]() -> std::optional<vk::Kernel> {
         if (!chunk_tiling_) return std::nullopt;
+        if (chunk_tiling_->cooperative_matrix2) {
+          uint32_t rows = 0, key_tile = 0, workgroup = 0, sum_by_reduction = 0;
+          if (const char* forced = std::getenv("KVSCOPE_CM2_ATTENTION"))
+            std::sscanf(forced, "%u,%u,%u,%u", &rows, &key_tile, &workgroup, &sum_by_reduction);
+          const uint32_t specialization[] = {shape.dim, element_type(dtype), chunk_tiling_->rows, chunk_tiling_->workgroup,
+                                             chunk_tiling_->key_tile, sum_by_reduction};
+          if (keys == Keys::dense)
+            return vk::Kernel(device, "attention_chunk_cm2", attention_chunk_cm2_spirv, {5, sizeof(AttentionPartialPush)},
+                              specialization);
+          return vk::Kernel(device, "sparse_attention_chunk_cm2", sparse_attention_chunk_cm2_spirv,
+                            {6, sizeof(AttentionPartialPush)}, specialization);
+        }
         const uint32_t specialization[] = {shape.dim, element_type(dtype), chunk_tiling_->workgroup / 32,
                                            chunk_tiling_->workgroup};
         if (keys == Keys::dense)

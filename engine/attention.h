@@ -28,6 +28,7 @@ struct AttentionTiling {
   uint32_t splits = 1;
   bool decode_kernel = false;  // attention_decode: one query, keys in registers
   bool chunk_kernel = false;   // attention_chunk: cooperative matrices
+  bool cooperative_matrix2 = false;  // the chunk kernel is attention_chunk_cm2 (VK_NV_cooperative_matrix2)
   bool outputs_in_shared = false;  // attention_tile's accumulators in shared memory (*_shared_outputs)
 };
 
@@ -64,9 +65,13 @@ class Attention {
   // compile, vk::DeviceInfo::costly_values_across_barriers; else registers),
   // or in registers, the GPUs' form, which tests hold to the reference there too.
   enum class TileOutputs { device_default, registers };
+  // A chunk's kernel: as the engine chooses (kernel_choice.h), or
+  // attention_chunk_cm2 where the device has VK_NV_cooperative_matrix2 and
+  // the shape allows it, whatever the choice (its tests).
+  enum class ChunkKernel { device_default, cooperative_matrix2 };
 
   Attention(const vk::Device& device, const AttentionShape& shape, DType dtype, Keys keys, uint32_t max_queries,
-            TileOutputs tile_outputs = TileOutputs::device_default);
+            TileOutputs tile_outputs = TileOutputs::device_default, ChunkKernel chunk_kernel = ChunkKernel::device_default);
 
   // The buffers bound here must outlive every run of the pass.
   void record(vk::Pass& pass, const GpuLayer& layer, const AttentionRequest& request, const std::string& prefix) const;

@@ -5,6 +5,7 @@
 
 #include "attention.h"
 #include "fragment_layout.h"
+#include "kernel_choice.h"
 #include "reference/dense_attention.h"
 #include "test_device.h"
 
@@ -17,6 +18,7 @@ struct DenseCase {
   bool prefill;       // labels the case: a chunk of queries, or decode probes
   uint32_t queries;   // consecutive positions
   uint32_t first;     // first query position
+  bool gpu_only = false;  // sized for tensor cores: too slow for lavapipe's CPU (and the float64 reference beside it)
 };
 
 std::string case_name(const ::testing::TestParamInfo<DenseCase>& info) {
@@ -60,6 +62,7 @@ class DenseAttentionTest : public test::GpuTest, public ::testing::WithParamInte
 
 TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   const DenseCase& c = GetParam();
+  if (c.gpu_only && test::device().info().type == "cpu") GTEST_SKIP() << "a tensor-core case, too slow on a CPU device";
   const AttentionShape shape{c.heads, c.kv_heads, c.tokens, c.dim};
   std::mt19937 rng(std::random_device{}());
   // Large logits (scale 2) make the softmax peaked, which exercises the online rescaling.
@@ -73,22 +76,30 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
 
   vk::Device& device = test::device();
   GpuLayer layer(device, shape, c.dtype, scale, from_float(c.dtype, k), from_float(c.dtype, v));
-  Attention dense(device, shape, c.dtype, Attention::Keys::dense, c.queries);
   vk::Buffer queries(device, q.size() * dtype_size(c.dtype));
   queries.upload(from_float(c.dtype, q));
   const AttentionRequest request{&queries, c.queries, c.first};
-  EXPECT_EQ(dense.tiling(request).decode_kernel, c.queries == 1 && device.info().subgroup_shuffle);
-  EXPECT_EQ(dense.tiling(request).chunk_kernel, c.queries > 1 && device.info().cooperative_matrix &&
-                                                    c.dtype == DType::f16 && c.dim % 32 == 0 && c.dim <= 128 &&
-                                                    has_mma_fragment_layout(device));
-  dense.poison();
-  vk::Pass pass(device);
-  dense.record(pass, layer, request, "dense");
-  pass.run();
-  std::vector<float> output = dense.output(c.queries);
-  std::vector<float> lse = dense.log_sum_exp(c.queries);
-
-  expect_matches_reference(shape, scale, q, k, v, positions, output, lse);
+  // As the engine chooses, then on VK_NV_cooperative_matrix2 where the device has it.
+  const bool has_cm2 = device.cooperative_matrix2() && cooperative_matrix2_built();
+  for (Attention::ChunkKernel choice : {Attention::ChunkKernel::device_default, Attention::ChunkKernel::cooperative_matrix2}) {
+    if (choice == Attention::ChunkKernel::cooperative_matrix2 && !has_cm2) continue;
+    SCOPED_TRACE(choice == Attention::ChunkKernel::cooperative_matrix2 ? "cooperative matrix 2" : "device default");
+    Attention dense(device, shape, c.dtype, Attention::Keys::dense, c.queries, Attention::TileOutputs::device_default, choice);
+    const bool cm2 = (choice == Attention::ChunkKernel::cooperative_matrix2 ||
+                      matrix_kernels(device) == MatrixKernels::cooperative_matrix2) &&
+                     c.dtype == DType::f16 && c.dim % 16 == 0 && c.dim <= 256;
+    EXPECT_EQ(dense.tiling(request).decode_kernel, c.queries == 1 && device.info().subgroup_shuffle);
+    EXPECT_EQ(dense.tiling(request).cooperative_matrix2, c.queries > 1 && cm2);
+    EXPECT_EQ(dense.tiling(request).chunk_kernel,
+              c.queries > 1 && (cm2 || (device.info().cooperative_matrix && c.dtype == DType::f16 && c.dim % 32 == 0 &&
+                                        c.dim <= 128 && has_mma_fragment_layout(device))));
+    dense.poison();
+    vk::Pass pass(device);
+    dense.record(pass, layer, request, "dense");
+    pass.run();
+    expect_matches_reference(shape, scale, q, k, v, positions, dense.output(c.queries), dense.log_sum_exp(c.queries));
+    if (HasFatalFailure()) return;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -128,7 +139,13 @@ INSTANTIATE_TEST_SUITE_P(
         DenseCase{6, 2, 300, 96, DType::f16, true, 70, 230},       // d = 96: 384 pieces a key tile for 256 invocations
         DenseCase{4, 2, 400, 32, DType::f16, true, 50, 300},       // d = 32: 128 pieces a key tile
         DenseCase{4, 4, 1100, 64, DType::f16, true, 129, 0},       // MHA, a chunk from position 0
-        DenseCase{4, 2, 300, 256, DType::f16, true, 20, 280}),     // d = 256: the tile kernel
+        DenseCase{4, 2, 300, 256, DType::f16, true, 20, 280},      // d = 256: the tile kernel (cooperative matrix 2 takes it)
+        // chunks on VK_NV_cooperative_matrix2 where the device has it: 2,048
+        // queries, 17, MHA, keys off the 64-key tile
+        DenseCase{8, 2, 2100, 128, DType::f16, true, 2048, 52, true},
+        DenseCase{32, 32, 3000, 128, DType::f16, true, 17, 2983, true},
+        DenseCase{8, 8, 777, 128, DType::f16, true, 128, 649, true},
+        DenseCase{8, 2, 201, 80, DType::f16, true, 2, 199, true}),       // d = 80: a multiple of 16, not of 32
     case_name);
 
 // The tile kernel with its output accumulators in registers, the form GPUs
@@ -179,6 +196,113 @@ INSTANTIATE_TEST_SUITE_P(Keys, TileOutputsTest, ::testing::Values(Attention::Key
                          [](const ::testing::TestParamInfo<Attention::Keys>& info) {
                            return info.param == Attention::Keys::dense ? "dense" : "sparse";
                          });
+
+// A chunk's sparse attention (prefill: QuoKA's) against float64: key lists of
+// random ascending earlier positions padded with -1, one a KV head or a
+// query head, then the chunk's own keys under the causal mask. On the GPU
+// machine it runs attention_chunk_cm2, attention_chunk or the tile kernel,
+// whichever the device takes; the case says which ran.
+struct SparseCase {
+  uint32_t heads, kv_heads, tokens, dim;
+  uint32_t queries, first;  // the chunk: positions [first, first + queries)
+  uint32_t list_length;     // slots a list, some -1
+  bool list_per_query_head;
+  bool gpu_only = false;  // as DenseCase's
+};
+
+class SparseChunkTest : public test::GpuTest, public ::testing::WithParamInterface<SparseCase> {};
+
+TEST_P(SparseChunkTest, MatchesFloat64Reference) {
+  const SparseCase& c = GetParam();
+  if (c.gpu_only && test::device().info().type == "cpu") GTEST_SKIP() << "a tensor-core case, too slow on a CPU device";
+  const AttentionShape shape{c.heads, c.kv_heads, c.tokens, c.dim};
+  const DType dtype = DType::f16;
+  std::mt19937 rng(std::random_device{}());
+  const std::vector<float> k = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 2.0f);
+  const std::vector<float> v = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 1.0f);
+  const std::vector<float> q = random_values(rng, size_t(shape.heads) * c.queries * shape.dim, dtype, 2.0f);
+  const double scale = 1.0 / std::sqrt(double(shape.dim));
+  const uint32_t heads_per_list = c.list_per_query_head ? 1 : shape.group();
+  const uint32_t lists = shape.heads / heads_per_list;
+  // Each list: a random subset of [0, first), ascending, then -1 to its length.
+  std::vector<int32_t> selection;
+  std::bernoulli_distribution keep(std::min(1.0, 0.8 * c.list_length / std::max(1u, c.first)));
+  for (uint32_t l = 0; l < lists; ++l) {
+    std::vector<int32_t> list;
+    for (uint32_t p = 0; p < c.first && list.size() < c.list_length; ++p)
+      if (keep(rng)) list.push_back(int32_t(p));
+    list.resize(c.list_length, -1);
+    selection.insert(selection.end(), list.begin(), list.end());
+  }
+
+  vk::Device& device = test::device();
+  GpuLayer layer(device, shape, dtype, scale, from_float(dtype, k), from_float(dtype, v));
+  vk::Buffer queries(device, q.size() * dtype_size(dtype));
+  queries.upload(from_float(dtype, q));
+  vk::Buffer selection_buffer(device, selection.size() * sizeof(int32_t));
+  selection_buffer.upload_values<int32_t>(selection);
+  const AttentionRequest request{&queries, c.queries, c.first, &selection_buffer, heads_per_list, c.list_length,
+                                 c.first, c.queries};
+  const bool has_cm2 = device.cooperative_matrix2() && cooperative_matrix2_built();
+  for (Attention::ChunkKernel choice : {Attention::ChunkKernel::device_default, Attention::ChunkKernel::cooperative_matrix2}) {
+    if (choice == Attention::ChunkKernel::cooperative_matrix2 && !has_cm2) continue;
+    Attention attention(device, shape, dtype, Attention::Keys::sparse, c.queries, Attention::TileOutputs::device_default, choice);
+    const AttentionTiling tiling = attention.tiling(request);
+    SCOPED_TRACE(tiling.cooperative_matrix2 ? "attention_chunk_cm2" : tiling.chunk_kernel ? "attention_chunk" : "the tile kernel");
+    if (choice == Attention::ChunkKernel::cooperative_matrix2) EXPECT_TRUE(tiling.cooperative_matrix2);
+    attention.poison();
+    vk::Pass pass(device);
+    attention.record(pass, layer, request, "sparse");
+    pass.run();
+    const std::vector<float> output = attention.output(c.queries), lse = attention.log_sum_exp(c.queries);
+
+    for (uint32_t h = 0; h < shape.heads; ++h)
+      for (uint32_t i = 0; i < c.queries; ++i) {
+        const uint32_t g = h / shape.group(), position = c.first + i;
+        std::vector<uint32_t> keys;
+        for (uint32_t s = 0; s < c.list_length; ++s)
+          if (const int32_t key = selection[size_t(h / heads_per_list) * c.list_length + s]; key >= 0) keys.push_back(uint32_t(key));
+        for (uint32_t p = c.first; p <= position; ++p) keys.push_back(p);
+        std::vector<double> logits;
+        double largest = -INFINITY;
+        for (uint32_t key : keys) {
+          double dot = 0;
+          for (uint32_t ch = 0; ch < shape.dim; ++ch)
+            dot += double(q[(size_t(h) * c.queries + i) * shape.dim + ch]) * k[(size_t(g) * shape.tokens + key) * shape.dim + ch];
+          logits.push_back(dot * scale);
+          largest = std::max(largest, logits.back());
+        }
+        double sum = 0;
+        for (double& l : logits) sum += (l = std::exp(l - largest));
+        const size_t row = size_t(h) * c.queries + i;
+        double difference = 0, norm = 0;
+        for (uint32_t ch = 0; ch < shape.dim; ++ch) {
+          double want = 0;
+          for (size_t j = 0; j < keys.size(); ++j) want += logits[j] / sum * v[(size_t(g) * shape.tokens + keys[j]) * shape.dim + ch];
+          const float got = output[row * shape.dim + ch];
+          ASSERT_TRUE(std::isfinite(got)) << "head " << h << " query " << i << " channel " << ch << " was not written";
+          difference += (got - want) * (got - want);
+          norm += want * want;
+        }
+        EXPECT_LE(std::sqrt(difference / norm), 1e-3) << "head " << h << " query " << i;
+        const double want_lse = largest + std::log(sum);
+        EXPECT_NEAR(lse[row], want_lse, 1e-3 * std::max(1.0, std::fabs(want_lse))) << "head " << h << " query " << i;
+      }
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SparseChunkTest,
+    ::testing::Values(SparseCase{8, 2, 600, 64, 40, 500, 150, false},     // GQA, lists a KV head, slots off every tile
+                      SparseCase{4, 4, 700, 128, 17, 650, 300, false},    // MHA
+                      SparseCase{8, 2, 400, 128, 64, 300, 100, true},     // a list a query head
+                      SparseCase{32, 8, 3000, 128, 128, 2800, 1024, false, true}),  // QuoKA's bench shape: B_SA 1024
+    [](const ::testing::TestParamInfo<SparseCase>& info) {
+      const SparseCase& c = info.param;
+      return "H" + std::to_string(c.heads) + "_G" + std::to_string(c.kv_heads) + "_d" + std::to_string(c.dim) + "_q" +
+             std::to_string(c.queries) + "_list" + std::to_string(c.list_length) + (c.list_per_query_head ? "_perhead" : "");
+    });
 
 }  // namespace
 }  // namespace kv

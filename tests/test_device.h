@@ -9,14 +9,18 @@ namespace kv::test {
 
 // One validated device for the whole test binary (creating one per test would
 // dominate the suite's time on lavapipe). KVSCOPE_TEST_DEVICE picks it.
-inline vk::Device& device() {
-  static vk::Device* device = [] {
-    vk::DeviceOptions options;
-    if (const char* selector = std::getenv("KVSCOPE_TEST_DEVICE")) options.selector = selector;
-    options.validation = std::getenv("KVSCOPE_TEST_NO_VALIDATION") == nullptr;
-    options.sync_validation = std::getenv("KVSCOPE_TEST_SYNC_VALIDATION") != nullptr;
-    return new vk::Device(options);
+inline const vk::DeviceOptions& device_options() {
+  static const vk::DeviceOptions options = [] {
+    vk::DeviceOptions o;
+    if (const char* selector = std::getenv("KVSCOPE_TEST_DEVICE")) o.selector = selector;
+    o.validation = std::getenv("KVSCOPE_TEST_NO_VALIDATION") == nullptr;
+    o.sync_validation = std::getenv("KVSCOPE_TEST_SYNC_VALIDATION") != nullptr;
+    return o;
   }();
+  return options;
+}
+inline vk::Device& device() {
+  static vk::Device* device = new vk::Device(device_options());
   return *device;
 }
 

@@ -67,7 +67,50 @@ Stored stored(DType dtype, const std::vector<float>& values) {
   return s;
 }
 
-class ModelOpsByType : public ModelOpsTest, public ::testing::WithParamInterface<DType> {};
+class ModelOpsByType : public ModelOpsTest, public ::testing::WithParamInterface<DType> {
+ protected:
+  // y[t] (+)= W x[t] (+ bias) through `kernels` against float64 on fresh
+  // inputs, y poisoned first unless it holds the residual.
+  void expect_linear_matches(const model::ModelKernels& kernels, uint32_t n_in, uint32_t n_out, uint32_t n_tokens,
+                             uint32_t input_head_dim, bool bias, bool residual, bool half_input) {
+    const DType dtype = GetParam();
+    const bool on_matrices = kernels.linear_on_matrices() && n_tokens > 1;
+    SCOPED_TRACE("inputs " + std::to_string(n_in) + ", outputs " + std::to_string(n_out) + ", tokens " +
+                 std::to_string(n_tokens) + ", head-major " + std::to_string(input_head_dim) + ", bias " + std::to_string(bias) +
+                 ", residual " + std::to_string(residual) + ", matrices " + std::to_string(on_matrices) + ", fp16 inputs " +
+                 std::to_string(half_input));
+    const Stored w = stored(dtype, gaussian(size_t(n_out) * n_in, 0.2));
+    // fp16 inputs are given as fp16 values: the products' rounding is then the kernel's alone.
+    const Stored x_stored = stored(half_input ? DType::f16 : DType::f32, gaussian(size_t(n_tokens) * n_in));
+    const std::vector<float>& x = x_stored.values;
+    const std::vector<float> b = gaussian(n_out), y0 = gaussian(size_t(n_tokens) * n_out);
+    vk::Buffer w_buffer(test::device(), w.bytes.size()), x_buffer(test::device(), x_stored.bytes.size());
+    w_buffer.upload(w.bytes);
+    x_buffer.upload(x_stored.bytes);
+    const vk::Buffer b_buffer = floats(b);
+    vk::Buffer y = residual ? floats(y0) : poisoned(y0.size() * 4);
+    run([&](vk::Pass& pass) {
+      kernels.linear(pass, w_buffer, x_buffer, y, bias ? &b_buffer : nullptr,
+                     {n_tokens, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, "linear", half_input);
+    });
+    const std::vector<float> got = y.download_values<float>(y0.size());
+    for (uint32_t t = 0; t < n_tokens; ++t)
+      for (uint32_t r = 0; r < n_out; ++r) {
+        double want = (bias ? b[r] : 0.0) + (residual ? y0[size_t(t) * n_out + r] : 0.0), size = std::abs(want);
+        for (uint32_t k = 0; k < n_in; ++k) {
+          const size_t at = input_head_dim ? (size_t(k / input_head_dim) * n_tokens + t) * input_head_dim + k % input_head_dim
+                                           : size_t(t) * n_in + k;
+          const double product = double(w.values[size_t(r) * n_in + k]) * x[at];
+          want += product;
+          size += std::abs(product);
+        }
+        // fp32 sums in any order; on tensor cores each input rounded to fp16 first (at most
+        // 2^-12 of it), so each product too.
+        const double tolerance = on_matrices ? 1.0 / 4096 + 1e-5 : 1e-5;
+        ASSERT_NEAR(got[size_t(t) * n_out + r], want, tolerance * size) << "token " << t << " row " << r;
+      }
+  }
+};
 
 TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
@@ -79,7 +122,7 @@ TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
   table_buffer.upload(table.bytes);
   token_buffer.upload_values<int32_t>(tokens);
   vk::Buffer x = poisoned(tokens.size() * hidden * 4);
-  model::ModelKernels kernels(test::device(), dtype, false);
+  model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   // From the first token, and from the second on (as a decode step reads the choice it follows).
   for (uint32_t first : {0u, 1u}) {
     const uint32_t n = uint32_t(tokens.size()) - first;
@@ -94,61 +137,59 @@ TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
 }
 
 // y[t] (+)= W x[t] (+ bias): one token through model_matvec, a chunk through
-// the tile kernel (and the tensor-core one where the device has it), with a
-// bias, onto a residual, and from a head-major input as attention leaves it.
+// the tile kernel (and the subgroup-fragment tensor-core one where the device
+// has it), with a bias, onto a residual, and from a head-major input as
+// attention leaves it.
 TEST_P(ModelOpsByType, LinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
   const uint32_t n_out = 70;
+  const MatrixKernels fragments = test::device().khr_cooperative_matrix() ? MatrixKernels::cooperative_matrix_khr
+                                                                          : MatrixKernels::cooperative_matrix;
   const bool matrices = test::device().info().cooperative_matrix && dtype != DType::f32;
   // 600 inputs: three 16-byte pieces for some of model_matvec's lanes and a
   // last tensor-core step cut short; 46: rows off the 16-byte pieces (scalar kernels only).
   for (bool on_matrices : {false, matrices})
     for (uint32_t n_in : {48u, 600u, 46u}) {
-    if (on_matrices && n_in % 8) continue;
-    const uint32_t head_dim = n_in % 8 ? 2 : 8;
-    const model::ModelKernels kernels(test::device(), dtype, on_matrices);
-    for (uint32_t n_tokens : {1u, 5u, 40u})
-      for (uint32_t input_head_dim : {0u, head_dim})
-        for (bool bias : {false, true})
-          for (bool residual : {false, true})
-          for (bool half_input : {false, true}) {
-            if (half_input && !kernels.linear_takes_half_inputs(n_tokens)) continue;
-            SCOPED_TRACE("inputs " + std::to_string(n_in) + ", tokens " + std::to_string(n_tokens) + ", head-major " + std::to_string(input_head_dim) + ", bias " +
-                         std::to_string(bias) + ", residual " + std::to_string(residual) + ", matrices " +
-                         std::to_string(on_matrices) + ", fp16 inputs " + std::to_string(half_input));
-            const Stored w = stored(dtype, gaussian(size_t(n_out) * n_in, 0.2));
-            // fp16 inputs are given as fp16 values: the products' rounding is then the kernel's alone.
-            const Stored x_stored = stored(half_input ? DType::f16 : DType::f32, gaussian(size_t(n_tokens) * n_in));
-            const std::vector<float>& x = x_stored.values;
-            const std::vector<float> b = gaussian(n_out), y0 = gaussian(size_t(n_tokens) * n_out);
-            vk::Buffer w_buffer(test::device(), w.bytes.size()), x_buffer(test::device(), x_stored.bytes.size());
-            w_buffer.upload(w.bytes);
-            x_buffer.upload(x_stored.bytes);
-            const vk::Buffer b_buffer = floats(b);
-            vk::Buffer y = residual ? floats(y0) : poisoned(y0.size() * 4);
-            run([&](vk::Pass& pass) {
-              kernels.linear(pass, w_buffer, x_buffer, y, bias ? &b_buffer : nullptr,
-                             {n_tokens, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, "linear", half_input);
-            });
-            const std::vector<float> got = y.download_values<float>(y0.size());
-            for (uint32_t t = 0; t < n_tokens; ++t)
-              for (uint32_t r = 0; r < n_out; ++r) {
-                double want = (bias ? b[r] : 0.0) + (residual ? y0[size_t(t) * n_out + r] : 0.0), size = std::abs(want);
-                for (uint32_t k = 0; k < n_in; ++k) {
-                  const size_t at = input_head_dim ? (size_t(k / input_head_dim) * n_tokens + t) * input_head_dim + k % input_head_dim
-                                                   : size_t(t) * n_in + k;
-                  const double product = double(w.values[size_t(r) * n_in + k]) * x[at];
-                  want += product;
-                  size += std::abs(product);
-                }
-                // fp32 sums in any order; on tensor cores each input rounded to fp16 first (at most
-                // 2^-12 of it), so each product too.
-                const double tolerance = on_matrices ? 1.0 / 4096 + 1e-5 : 1e-5;
-                ASSERT_NEAR(got[size_t(t) * n_out + r], want, tolerance * size) << "token " << t << " row " << r;
+      if (on_matrices && n_in % 8) continue;
+      const uint32_t head_dim = n_in % 8 ? 2 : 8;
+      const model::ModelKernels kernels(test::device(), dtype, on_matrices ? fragments : MatrixKernels::none);
+      for (uint32_t n_tokens : {1u, 5u, 40u})
+        for (uint32_t input_head_dim : {0u, head_dim})
+          for (bool bias : {false, true})
+            for (bool residual : {false, true})
+              for (bool half_input : {false, true}) {
+                if (half_input && !kernels.linear_takes_half_inputs(n_tokens)) continue;
+                expect_linear_matches(kernels, n_in, n_out, n_tokens, input_head_dim, bias, residual, half_input);
+                if (HasFatalFailure()) return;
               }
-          }
-  }
+    }
+}
+
+// model_matmul_cm2 (VK_NV_cooperative_matrix2) where the device and the build
+// have it: chunks of 17, 128 and 2,048 tokens (and one token, which
+// model_matvec takes) over rows cut short of a tile (70, 300), channels cut
+// short of a step (600) and head-major inputs of 64-channel heads (640), in
+// one slice and in many (the 17- and 128-token chunks' few tiles split their
+// channels), fp32 and fp16 inputs.
+TEST_P(ModelOpsByType, LinearOnCooperativeMatrix2MatchesFloat64) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const DType dtype = GetParam();
+  if (!cooperative_matrix2_built()) GTEST_SKIP() << "this build has no VK_NV_cooperative_matrix2 kernels (tools/build_glslang.sh)";
+  if (!test::device().cooperative_matrix2())
+    GTEST_SKIP() << test::device().info().name << " runs no VK_NV_cooperative_matrix2 kernels here: "
+                 << describe_matrix_kernels(test::device().info(), test::device_options().validation);
+  if (dtype == DType::f32) GTEST_SKIP() << "the tensor-core linear layers take 16-bit weights";
+  const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::cooperative_matrix2);
+  for (uint32_t n_tokens : {1u, 17u, 128u, 2048u})
+    for (uint32_t n_in : {600u, 640u})
+      for (uint32_t n_out : {70u, 300u})
+        for (uint32_t input_head_dim : {0u, 64u}) {
+          if (input_head_dim && n_in % input_head_dim) continue;
+          const bool half_input = n_tokens > 1 && input_head_dim == 0 && n_out == 70;
+          expect_linear_matches(kernels, n_in, n_out, n_tokens, input_head_dim, n_out == 300, n_in == 640, half_input);
+          if (HasFatalFailure()) return;
+        }
 }
 
 // A decode step's fused linear layers (model_matvec.comp): q, k and v of
@@ -158,7 +199,7 @@ TEST_P(ModelOpsByType, LinearMatchesFloat64) {
 TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
-  const model::ModelKernels kernels(test::device(), dtype, false);
+  const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   const float eps = 1e-5f;
   for (uint32_t n_in : {600u, 46u})
     for (bool gated : {false, true})
@@ -243,7 +284,7 @@ TEST_P(ModelOpsByType, RopeRotatesIntoTheCache) {
     const size_t element = dtype_size(dtype);
     vk::Buffer queries = poisoned(size_t(H) * n * d * element), keys = poisoned(size_t(G) * capacity * d * element);
     vk::Buffer values = poisoned(size_t(G) * capacity * d * element), kept = poisoned(size_t(H) * capacity * d * element);
-    const model::ModelKernels kernels(test::device(), dtype, false);
+    const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
     run([&](vk::Pass& pass) {
       kernels.rope(pass, {&q_buffer, &k_buffer, &v_buffer, &rotation_buffer, &queries, &keys, &values, &kept},
                    {n, H, G, d, first, capacity, interleaved ? 1u : 0u, 1u});
@@ -296,7 +337,7 @@ TEST_P(ModelOpsByType, RandomFillMatchesItsHostTwin) {
   const size_t count = 4096 * 256 * 2 * 2 + 6;  // past 4096 workgroups' first pass, in every type
   const std::vector<std::byte> want = model::random_weight_bytes(dtype, key, count);
   vk::Buffer weights = poisoned((want.size() + 3) / 4 * 4);
-  const model::ModelKernels kernels(test::device(), dtype, false);
+  const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   run([&](vk::Pass& pass) { kernels.random_fill(pass, weights, key); });
   std::vector<std::byte> got(want.size());
   weights.download(got);
@@ -319,7 +360,7 @@ TEST_F(ModelOpsTest, RmsNormMatchesFloat64) {
   const float eps = 1e-5f;
   const std::vector<float> x = gaussian(size_t(rows) * hidden, 3.0), w = gaussian(hidden);
   const vk::Buffer x_buffer = floats(x), w_buffer = floats(w);
-  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  const model::ModelKernels kernels(test::device(), DType::f32, MatrixKernels::none);
   for (bool half : {false, true}) {  // fp32, or fp16 for a tensor-core linear layer (rounded once)
   SCOPED_TRACE(half ? "fp16 output" : "fp32 output");
   vk::Buffer y = poisoned(size_t(n) * hidden * 4);
@@ -355,7 +396,7 @@ TEST_F(ModelOpsTest, RmsNormTakesRowsPastOneDispatchDimension) {
   const std::vector<float> x = gaussian(size_t(rows) * hidden), w = gaussian(hidden);
   vk::Buffer x_buffer = floats(x);
   const vk::Buffer w_buffer = floats(w);
-  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  const model::ModelKernels kernels(test::device(), DType::f32, MatrixKernels::none);
   run([&](vk::Pass& pass) { kernels.rmsnorm(pass, x_buffer, w_buffer, x_buffer, rows, 0, hidden, eps); });
   const std::vector<float> got = x_buffer.download_values<float>(x.size());
   for (uint32_t t = 0; t < rows; ++t) {
@@ -374,7 +415,7 @@ TEST_F(ModelOpsTest, SwigluMatchesFloat64) {
   const uint32_t count = 1000;  // not a multiple of the workgroup's 512
   const std::vector<float> gate = gaussian(count, 4.0), up = gaussian(count);
   const vk::Buffer up_buffer = floats(up);
-  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  const model::ModelKernels kernels(test::device(), DType::f32, MatrixKernels::none);
   // In place in fp32, and into another buffer in fp16 (rounded once).
   for (bool half : {false, true}) {
     SCOPED_TRACE(half ? "fp16 output" : "fp32 output, in place");
@@ -401,7 +442,7 @@ TEST_F(ModelOpsTest, SwigluMatchesFloat64) {
 TEST_F(ModelOpsTest, ArgmaxTakesTheFirstLargest) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const uint32_t n = 1000;
-  const model::ModelKernels kernels(test::device(), DType::f32, false);
+  const model::ModelKernels kernels(test::device(), DType::f32, MatrixKernels::none);
   // Into a slot of its own, the others untouched.
   const uint32_t slot = std::uniform_int_distribution<uint32_t>(0, 2)(rng_);
   auto choose = [&](const std::vector<float>& logits) {

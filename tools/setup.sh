@@ -31,6 +31,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# glslang and spirv-val of Debian 13 for the VK_NV_cooperative_matrix2 kernels,
+# built once into a cache (about 2 minutes on 2 cores; nothing on later runs).
+bash tools/build_glslang.sh
+
 # lavapipe and the loader want a runtime dir; CI shells often lack one.
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 # The quick start leaves an existing build's choice alone, so that running it
@@ -42,6 +46,8 @@ if [ $tests = ON ] || [ ! -f build/CMakeCache.txt ]; then
   # Debian's python3, where its packages (numpy, pytest) are, whatever else is on PATH.
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKVSCOPE_BUILD_TESTS=$tests -DCMAKE_UNITY_BUILD=ON \
         -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
+else
+  cmake -S . -B build >/dev/null  # probes again for the glslang build_glslang.sh may just have built
 fi
 if [ $tests = ON ]; then
   cmake --build build -j"$(nproc)"

@@ -1,6 +1,8 @@
 #include "model/kernels.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "model_embed.spv.h"
 #include "model_matmul.spv.h"
 #include "model_matmul_matrix.spv.h"
+#include "model_matmul_cm2.spv.h"
 #include "model_matmul_matrix_khr.spv.h"
 #include "model_matmul_splits.spv.h"
 #include "model_matvec.spv.h"
@@ -34,6 +37,9 @@ constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
 constexpr uint32_t kWorkgroupsToFill = 256, kMinSliceSteps = 2;
 // Workgroups a dimension every Vulkan device takes (maxComputeWorkGroupCount's floor).
 constexpr uint32_t kMaxGroups = 65535;
+// model_matmul_cm2's steps (channels) divide a head's channels, so that a
+// step of a head-major input stays in one head.
+constexpr uint32_t kCm2HeadStep = 64;
 constexpr size_t kPartialFloats = size_t(2 * kWorkgroupsToFill) * kMatrixRows * kMatrixTokens;
 
 vk::Buffer zero_float(const vk::Device& device) {
@@ -44,8 +50,20 @@ vk::Buffer zero_float(const vk::Device& device) {
 
 }  // namespace
 
-ModelKernels::ModelKernels(const vk::Device& device, DType storage, bool matrix_linear_layers)
-    : embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
+MatrixKernels ModelKernels::linear_kernels_for(const vk::Device& device, DType storage, uint32_t smallest_n_in_step,
+                                               uint32_t head_dim) {
+  const MatrixKernels best = matrix_kernels(device);
+  if (best == MatrixKernels::none || (storage != DType::f16 && storage != DType::bf16) || smallest_n_in_step % 8) return MatrixKernels::none;
+  if (best == MatrixKernels::cooperative_matrix2 && head_dim % kCm2HeadStep)
+    return device.khr_cooperative_matrix() ? MatrixKernels::cooperative_matrix_khr : MatrixKernels::cooperative_matrix;
+  return best;
+}
+
+ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernels linear_kernels)
+    : device_(device),
+      storage_(storage),
+      linear_kernels_(linear_kernels),
+      embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
              std::vector<uint32_t>{element_type(storage)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
       matvec_(device, "model_matvec", model_matvec_spirv, {11, sizeof(layouts::ModelMatvecPush)},
@@ -59,17 +77,49 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, bool matrix_
       random_fill_(device, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
                    std::vector<uint32_t>{element_type(storage)}),
       no_bias_(zero_float(device)) {
-  if (matrix_linear_layers) {
+  if (linear_kernels_ == MatrixKernels::cooperative_matrix2 && !device.cooperative_matrix2())
+    throw std::logic_error("model_matmul_cm2 on a device without VK_NV_cooperative_matrix2");
+  if (linear_kernels_ != MatrixKernels::none) {
+    matmul_splits_.emplace(device, "model_matmul_splits", model_matmul_splits_spirv,
+                           vk::KernelLayout{3, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
+    partials_ = vk::Buffer(device, kPartialFloats * sizeof(float));
+  }
+  if (linear_kernels_ == MatrixKernels::cooperative_matrix || linear_kernels_ == MatrixKernels::cooperative_matrix_khr) {
     const auto spirv = vk::cooperative_matrix_spirv(device, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv);
     const vk::KernelLayout layout{5, sizeof(layouts::ModelMatmulPush)};
     matmul_matrix_.emplace(device, "model_matmul_matrix", spirv, layout,
                            std::vector<uint32_t>{element_type(storage), element_type(DType::f32)});
     matmul_matrix_half_.emplace(device, "model_matmul_matrix", spirv, layout,
                                 std::vector<uint32_t>{element_type(storage), element_type(DType::f16)});
-    matmul_splits_.emplace(device, "model_matmul_splits", model_matmul_splits_spirv,
-                           vk::KernelLayout{3, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
-    partials_ = vk::Buffer(device, kPartialFloats * sizeof(float));
   }
+}
+
+ModelKernels::Cm2Tile ModelKernels::cm2_tile(uint32_t n_tokens, uint32_t n_out) const {
+  // KVSCOPE_CM2_TILE=tokens,rows,step,invocations: a tile to try (tools/dev/README.md).
+  if (const char* forced = std::getenv("KVSCOPE_CM2_TILE")) {
+    Cm2Tile t{};
+    t.unroll = 4;
+    if (std::sscanf(forced, "%u,%u,%u,%u,%u,%u", &t.tokens, &t.rows, &t.step, &t.invocations, &t.unroll, &t.prefetch) >= 4)
+      return t;
+  }
+  (void)n_out;
+  const std::vector<uint32_t>& sizes = device_.info().cooperative_matrix2_workgroups;
+  const uint32_t invocations = std::find(sizes.begin(), sizes.end(), 256u) != sizes.end() ? 256u : sizes.back();
+  if (n_tokens > 128) return {128, 256, 64, invocations, 4, 0};
+  return {n_tokens > 64 ? 128u : n_tokens > 32 ? 64u : n_tokens > 16 ? 32u : 16u, 128, 64, invocations, 4, 0};
+}
+
+const vk::Kernel& ModelKernels::cm2_kernel(const Cm2Tile& t, bool half_input) const {
+  const auto key = std::make_tuple(t.tokens, t.rows, t.step, t.invocations, t.unroll * 2 + t.prefetch, half_input);
+  auto found = matmul_cm2_.find(key);
+  if (found == matmul_cm2_.end())
+    found = matmul_cm2_
+                .emplace(key, vk::Kernel(device_, "model_matmul_cm2", model_matmul_cm2_spirv,
+                                         vk::KernelLayout{5, sizeof(layouts::ModelMatmulPush)},
+                                         std::vector<uint32_t>{element_type(storage_), element_type(half_input ? DType::f16 : DType::f32),
+                                                               t.invocations, t.tokens, t.rows, t.step, t.unroll, t.prefetch}))
+                .first;
+  return found->second;
 }
 
 void ModelKernels::embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x,
@@ -95,7 +145,23 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
   const vk::Buffer* b = bias ? bias : &no_bias_;
   push.k_splits = 1;
   push.split_channels = push.n_in;
-  if (push.n_tokens > 1 && matmul_matrix_) {
+  if (push.n_tokens > 1 && linear_kernels_ == MatrixKernels::cooperative_matrix2) {
+    if (push.input_head_dim % kCm2HeadStep || push.n_in % 8)
+      throw std::logic_error("model_matmul_cm2 takes rows of 16-byte pieces and heads of whole steps");
+    const Cm2Tile tile = cm2_tile(push.n_tokens, push.n_out);
+    const uint32_t tiles = ceil_div(push.n_out, tile.rows) * ceil_div(push.n_tokens, tile.tokens);
+    // Slices of whole unrolled rounds, until the tiles about fill the device,
+    // within the partial sums' room.
+    const uint32_t round = tile.step * tile.unroll, rounds = ceil_div(push.n_in, round);
+    const uint32_t room = uint32_t(kPartialFloats / (size_t(push.n_tokens) * push.n_out));
+    push.k_splits = std::max(1u, std::min({ceil_div(kWorkgroupsToFill, tiles), rounds / kMinSliceSteps, room}));
+    push.split_channels = ceil_div(rounds, push.k_splits) * round;
+    push.k_splits = ceil_div(push.n_in, push.split_channels);
+    pass.dispatch(cm2_kernel(tile, half_input), {&weights, &x, &y, b, &partials_}, push, ceil_div(push.n_tokens, tile.tokens),
+                  ceil_div(push.n_out, tile.rows), push.k_splits, stage);
+    if (push.k_splits > 1)
+      pass.dispatch(*matmul_splits_, {&partials_, &y, b}, push, ceil_div(push.n_tokens * push.n_out, 256), 1, 1, stage);
+  } else if (push.n_tokens > 1 && matmul_matrix_) {
     const uint32_t tiles = ceil_div(push.n_out, kMatrixRows) * ceil_div(push.n_tokens, kMatrixTokens);
     const uint32_t steps = ceil_div(push.n_in, kMatrixStep);
     push.k_splits = std::max(1u, std::min(ceil_div(kWorkgroupsToFill, tiles), steps / kMinSliceSteps));

@@ -4,11 +4,14 @@
 // alone, so that a kernel's bug names its kernel. Activations are fp32 rows;
 // weights, queries and the cache are in the model's storage type.
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <optional>
 #include <span>
 #include <string>
 
 #include "../shaders/layouts.h"
+#include "kernel_choice.h"
 #include "safetensors.h"
 #include "vk/kernel.h"
 #include "vk/pass.h"
@@ -17,10 +20,18 @@ namespace kv::model {
 
 class ModelKernels {
  public:
-  // `matrix_linear_layers`: a prefill chunk's linear layers on tensor cores
-  // (model_matmul_matrix.comp; 16-bit weights on a device with cooperative
-  // matrices), else the scalar tile kernel.
-  ModelKernels(const vk::Device& device, DType storage, bool matrix_linear_layers);
+  // `linear_kernels`: a prefill chunk's linear layers on tensor cores, through
+  // VK_NV_cooperative_matrix2 (model_matmul_cm2.comp) or subgroup fragments
+  // (model_matmul_matrix.comp), for 16-bit weights on a device that has them
+  // (linear_kernels_for), or (none) the scalar tile kernel.
+  ModelKernels(const vk::Device& device, DType storage, MatrixKernels linear_kernels);
+
+  // The linear layers' kernels for `storage` weights on `device`: the best it
+  // has where the weights are 16-bit, rows of n_in (every layer's) come in
+  // 16-byte pieces, and (cooperative matrix 2) a head's channels hold whole
+  // steps of model_matmul_cm2. head_dim 0: no head-major input.
+  static MatrixKernels linear_kernels_for(const vk::Device& device, DType storage, uint32_t smallest_n_in_step,
+                                          uint32_t head_dim);
 
   // x[t] = table[tokens[first_token + t]], widened to fp32.
   void embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x, uint32_t n_tokens,
@@ -36,7 +47,7 @@ class ModelKernels {
               const layouts::ModelMatmulPush& shape, const std::string& stage, bool half_input = false) const;
   // Whether a block of n_tokens runs its linear layers on tensor cores, which
   // take fp16 inputs as they are (fp32 ones are rounded to fp16 on the way).
-  bool linear_takes_half_inputs(uint32_t n_tokens) const { return n_tokens > 1 && matmul_matrix_.has_value(); }
+  bool linear_takes_half_inputs(uint32_t n_tokens) const { return n_tokens > 1 && linear_kernels_ != MatrixKernels::none; }
   // One token's linear layers on one input in one dispatch (model_matvec.comp):
   // up to three matrices, each into its own output (q, k and v), or, gated,
   // two with output[r] = silu(first x)[r] * (second x)[r] (SwiGLU's gate and
@@ -64,10 +75,24 @@ class ModelKernels {
   // chosen[slot] = the first index of the largest of `n` logits (NaN the least).
   void argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n, uint32_t slot) const;
 
-  bool linear_on_matrices() const { return matmul_matrix_.has_value(); }
+  bool linear_on_matrices() const { return linear_kernels_ != MatrixKernels::none; }
+  MatrixKernels linear_kernels() const { return linear_kernels_; }
 
  private:
+  // model_matmul_cm2's tile: tokens x rows a workgroup, channels a step,
+  // invocations, steps a round of its inner loop.
+  struct Cm2Tile {
+    uint32_t tokens, rows, step, invocations, unroll, prefetch;
+  };
+  const vk::Kernel& cm2_kernel(const Cm2Tile& tile, bool half_input) const;
+  Cm2Tile cm2_tile(uint32_t n_tokens, uint32_t n_out) const;
+
+  const vk::Device& device_;
+  DType storage_;
+  MatrixKernels linear_kernels_;
   vk::Kernel embed_, rmsnorm_, matvec_, matmul_;
+  // model_matmul_cm2 by tile and input type, built as first asked for.
+  mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_cm2_;
   std::optional<vk::Kernel> matmul_matrix_, matmul_matrix_half_, matmul_splits_;  // fp32 inputs, fp16 inputs
   vk::Buffer partials_;  // model_matmul_matrix's slices' partial sums
   vk::Kernel rope_, swiglu_, argmax_, random_fill_;

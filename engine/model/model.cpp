@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 
 #include "error.h"
 #include "block_step.h"
@@ -12,12 +13,11 @@
 namespace kv::model {
 namespace {
 
-// Whether a prefill chunk's linear layers run on tensor cores
-// (model_matmul_matrix.comp): 16-bit weights whose rows, and an input head's
-// channels, come in 16-byte pieces.
-bool linear_layers_on_matrices(const vk::Device& device, const ModelConfig& c, DType dtype) {
-  return device.info().cooperative_matrix && (dtype == DType::f16 || dtype == DType::bf16) && c.hidden % 8 == 0 &&
-         c.intermediate % 8 == 0 && c.head_dim % 8 == 0;
+// How a prefill chunk's linear layers run (ModelKernels::linear_kernels_for):
+// every layer's inputs are hidden, intermediate or heads x head_dim channels.
+MatrixKernels linear_kernels(const vk::Device& device, const ModelConfig& c, DType dtype, Model::LinearInputs inputs) {
+  if (inputs != Model::LinearInputs::fastest) return MatrixKernels::none;
+  return ModelKernels::linear_kernels_for(device, dtype, std::gcd(std::gcd(c.hidden, c.intermediate), c.head_dim), c.head_dim);
 }
 
 vk::Buffer upload_weight(const vk::Device& device, const Weight& weight) {
@@ -67,8 +67,7 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
       dtype_(checkpoint.matrix_dtype()),
       capacity_(checked_capacity(device, checkpoint.config(), checkpoint.matrix_dtype(), capacity, chunk)),
       chunk_(std::max(1u, std::min(chunk, capacity))),
-      kernels_(device, dtype_,
-               linear_inputs == LinearInputs::fastest && linear_layers_on_matrices(device, checkpoint.config(), dtype_)),
+      kernels_(device, dtype_, linear_kernels(device, checkpoint.config(), dtype_, linear_inputs)),
       final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
       tied_(checkpoint.tied()),
       attention_(device, cache_shape(config_, capacity_), dtype_, Attention::Keys::dense, chunk_),

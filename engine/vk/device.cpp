@@ -8,6 +8,7 @@
 #include "error.h"
 #include "vk/check.h"
 #include "vk/khr_cooperative_matrix.h"
+#include "vk/nv_cooperative_matrix2.h"
 
 namespace kv::vk {
 namespace {
@@ -192,6 +193,39 @@ bool has_fp16_cooperative_matrix_khr(VkInstance instance, VkPhysicalDevice physi
   });
 }
 
+// VK_NV_cooperative_matrix2 as DeviceInfo::cooperative_matrix2 describes it:
+// the fp16 x fp16 + fp32 workgroup-scope entries' workgroup sizes and their
+// largest granularity, or nothing.
+void describe_cooperative_matrix2(VkInstance instance, VkPhysicalDevice physical, DeviceInfo& info) {
+  if (!info.cooperative_matrix_khr || !has_device_extension(physical, nv2::kCooperativeMatrix2Extension)) return;
+  nv2::Features cooperative;
+  VkPhysicalDeviceVulkan12Features vulkan12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan11Features vulkan11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  vulkan12.pNext = &cooperative;
+  vulkan11.pNext = &vulkan12;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.pNext = &vulkan11;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  if (!cooperative.cooperativeMatrixWorkgroupScope || !cooperative.cooperativeMatrixFlexibleDimensions ||
+      !cooperative.cooperativeMatrixReductions || !cooperative.cooperativeMatrixConversions ||
+      !cooperative.cooperativeMatrixPerElementOperations || !cooperative.cooperativeMatrixTensorAddressing ||
+      !vulkan12.bufferDeviceAddress || !vulkan11.storageBuffer16BitAccess || !features.features.shaderInt16)
+    return;
+  auto properties = reinterpret_cast<nv2::GetFlexibleDimensionsProperties>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (!properties) return;
+  for (const nv2::FlexibleDimensionsProperties& m : listed_shapes(properties, physical, nv2::FlexibleDimensionsProperties{})) {
+    if (m.AType != khr::kComponentFloat16 || m.BType != khr::kComponentFloat16 || m.CType != khr::kComponentFloat32 ||
+        m.ResultType != khr::kComponentFloat32 || m.scope != nv2::kScopeWorkgroup)
+      continue;
+    info.cooperative_matrix2_workgroups.push_back(m.workgroupInvocations);
+    info.cooperative_matrix2_granularity =
+        std::max({info.cooperative_matrix2_granularity, m.MGranularity, m.NGranularity, m.KGranularity});
+  }
+  std::sort(info.cooperative_matrix2_workgroups.begin(), info.cooperative_matrix2_workgroups.end());
+  info.cooperative_matrix2 = !info.cooperative_matrix2_workgroups.empty();
+}
+
 DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t index) {
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -215,6 +249,7 @@ DeviceInfo describe(VkInstance instance, VkPhysicalDevice physical, uint32_t ind
   info.subgroup_arithmetic = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   info.cooperative_matrix = has_fp16_cooperative_matrix(instance, physical, info.subgroup_size);
   info.cooperative_matrix_khr = info.cooperative_matrix && has_fp16_cooperative_matrix_khr(instance, physical);
+  describe_cooperative_matrix2(instance, physical, info);
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {
     info.loop_limit = 65535;
     info.costly_values_across_barriers = true;
@@ -343,6 +378,28 @@ Device::Device(const DeviceOptions& options)
       cooperative_khr.cooperativeMatrix = VK_TRUE;
       cooperative_khr.pNext = const_cast<void*>(device_info.pNext);
       device_info.pNext = &cooperative_khr;
+    }
+    // The cooperative-matrix-2 kernels: their extension, the KHR one it
+    // builds on, and the features their SPIR-V declares.
+    nv2::Features cooperative2;
+    VkPhysicalDeviceVulkan11Features vulkan11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    cooperative_matrix2_ = info_.cooperative_matrix2 && khr_cooperative_matrix_;
+    if (cooperative_matrix2_) {
+      extensions.push_back(nv2::kCooperativeMatrix2Extension);
+      cooperative2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+      cooperative2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+      cooperative2.cooperativeMatrixReductions = VK_TRUE;
+      cooperative2.cooperativeMatrixConversions = VK_TRUE;
+      cooperative2.cooperativeMatrixPerElementOperations = VK_TRUE;
+      cooperative2.cooperativeMatrixTensorAddressing = VK_TRUE;
+      vulkan12.bufferDeviceAddress = VK_TRUE;
+      vulkan11.storageBuffer16BitAccess = VK_TRUE;
+      features2.features.shaderInt16 = VK_TRUE;
+      cooperative2.pNext = const_cast<void*>(device_info.pNext);
+      vulkan11.pNext = &cooperative2;
+      features2.pNext = &vulkan11;
+      device_info.pNext = &features2;
     }
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;

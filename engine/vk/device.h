@@ -32,6 +32,16 @@ struct DeviceInfo {
   // then run their KHR versions (shaders/spirv_coopmat_khr.cpp), whose B
   // operands load in B's register layout (Device::khr_cooperative_matrix).
   bool cooperative_matrix_khr = false;
+  // Also VK_NV_cooperative_matrix2 with fp16 x fp16 + fp32 at workgroup scope
+  // (flexible dimensions, tensor addressing, reductions, per-element
+  // operations, conversions) and what its kernels' SPIR-V needs besides
+  // (bufferDeviceAddress, 16-bit storage, int16): the *_cm2 kernels, linear
+  // layers and prefill attention, run where Device::cooperative_matrix2().
+  bool cooperative_matrix2 = false;
+  // The workgroup sizes (invocations) the driver lists for such matrices, and
+  // the step of their dimensions (M, N and K alike: the largest of the three).
+  std::vector<uint32_t> cooperative_matrix2_workgroups;
+  uint32_t cooperative_matrix2_granularity = 0;
   // Loop iterations one invocation may complete, all its loops together, before
   // the driver ends every loop early without a word: Mesa's llvmpipe
   // (lavapipe) counts each iteration and each loop's exit test against 65535
@@ -132,6 +142,12 @@ class Device {
   // predates the extension and reports its modules invalid (a validated
   // device runs the NV versions: the same kernels, slower on the H100).
   bool khr_cooperative_matrix() const { return khr_cooperative_matrix_; }
+  // Whether the VK_NV_cooperative_matrix2 kernels may run: the device has
+  // them (DeviceInfo::cooperative_matrix2) and no validation layer was asked
+  // for, which (Debian 12's, 1.3.239) knows neither the extension nor its
+  // SPIR-V capabilities. The engine also needs a build that wrote them
+  // (KVSCOPE_COOPERATIVE_MATRIX2: engine/kernel_choice.h).
+  bool cooperative_matrix2() const { return cooperative_matrix2_; }
 
   // The pipeline built for `key` (Kernel's: its name, SPIR-V, layout and
   // specialization), built by `build` the first time. Every method of every
@@ -162,6 +178,7 @@ class Device {
   std::unique_ptr<std::atomic<uint64_t>> validation_messages_;
   bool kernel_statistics_ = false;
   bool khr_cooperative_matrix_ = false;
+  bool cooperative_matrix2_ = false;
   mutable std::mutex compiled_kernels_mutex_;
   mutable std::map<std::string, std::shared_ptr<const CompiledKernel>> compiled_kernels_;
   mutable std::mutex kernel_statistics_mutex_;

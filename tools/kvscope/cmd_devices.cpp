@@ -3,6 +3,7 @@
 #include "args.h"
 #include "commands.h"
 #include "error.h"
+#include "kernel_choice.h"
 #include "format.h"
 
 namespace kv::cli {
@@ -33,6 +34,7 @@ int run_devices(const GlobalOptions& global, const std::vector<std::string>& arg
     std::printf(" %c %-3u %-10s %-40s %-8s %-9u %-10s %s%s\n", d.index == chosen ? '*' : ' ', d.index, d.type.c_str(),
                 d.name.c_str(), version, d.subgroup_size, human_bytes(d.device_local_bytes).c_str(), d.driver.c_str(),
                 d.supported ? "" : (std::string("  (unsupported: needs ") + vk::kDeviceRequirements + ")").c_str());
+    if (d.supported) std::printf("         tensor-core kernels: %s\n", describe_matrix_kernels(d, false).c_str());
   }
   return 0;
 }

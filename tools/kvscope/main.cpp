@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "error.h"
+#include "kernel_choice.h"
 #include "method_args.h"
 
 namespace {
@@ -108,6 +109,11 @@ int main(int argc, char** argv) {
         if (command->method_options) std::fputs(kv::cli::methods_help().c_str(), stdout);
         return 0;
       }
+    if (global.verbose)
+      for (const kv::vk::DeviceInfo& d : kv::vk::list_devices())
+        if (d.supported)
+          std::fprintf(stderr, "kvscope: %s: tensor-core kernels: %s\n", d.name.c_str(),
+                       kv::describe_matrix_kernels(d, global.device.validation).c_str());
     return command->run(global, rest);
   } catch (const kv::InputError& e) {
     if (e.setting.empty()) std::fprintf(stderr, "kvscope: %s\n", e.what());
