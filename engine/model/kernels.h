@@ -85,7 +85,7 @@ class ModelKernels {
     uint32_t tokens, rows, step, invocations, unroll, prefetch;
   };
   const vk::Kernel& cm2_kernel(const Cm2Tile& tile, bool half_input) const;
-  Cm2Tile cm2_tile(uint32_t n_tokens, uint32_t n_out) const;
+  Cm2Tile cm2_tile(uint32_t n_tokens) const;
 
   const vk::Device& device_;
   DType storage_;

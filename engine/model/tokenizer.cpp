@@ -9,26 +9,26 @@
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
+
+#include <unicode/normalizer2.h>
+#include <unicode/uchar.h>
+#include <unicode/unistr.h>
 
 #include "error.h"
 #include "model/files.h"
-#include "model/unicode_tables.h"
 
 namespace kv::model {
 namespace {
 
 // ---------------------------------------------------------------- code points
 
-template <size_t N>
-bool in_ranges(const CodePointRange (&ranges)[N], uint32_t cp) {
-  const CodePointRange* it = std::upper_bound(ranges, ranges + N, cp, [](uint32_t c, const CodePointRange& r) { return c < r.first; });
-  return it != ranges && cp <= (it - 1)->last;
-}
-
-bool is_letter(uint32_t cp) { return in_ranges(kLetters, cp); }
-bool is_number(uint32_t cp) { return in_ranges(kNumbers, cp); }
-bool is_space(uint32_t cp) { return in_ranges(kWhiteSpace, cp); }
+// The regex classes of the split patterns, from ICU's character database:
+// \p{L} and \p{N} are general categories, \s is Unicode's White_Space.
+bool is_letter(uint32_t cp) { return (U_GET_GC_MASK(UChar32(cp)) & U_GC_L_MASK) != 0; }
+bool is_number(uint32_t cp) { return (U_GET_GC_MASK(UChar32(cp)) & U_GC_N_MASK) != 0; }
+bool is_space(uint32_t cp) { return u_isUWhiteSpace(UChar32(cp)); }
 bool is_other(uint32_t cp) { return !is_letter(cp) && !is_number(cp) && !is_space(cp); }
 bool is_newline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
 
@@ -83,11 +83,12 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 // ---------------------------------------------------------------- pre-tokenizers
 
-enum class SplitPattern { none, gpt2, llama3 };
+enum class SplitPattern { none, gpt2, llama3, qwen2 };
 
 // One split of the text at code point i: the end of the match (in code points).
 // GPT-2's pattern: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 // Llama 3's: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// Qwen2's and Qwen3's: Llama 3's with \p{N} (one digit a piece) for \p{N}{1,3}.
 size_t next_split(const std::vector<uint32_t>& c, size_t i, SplitPattern pattern) {
   const size_t n = c.size();
   auto run = [&](size_t j, bool (*test)(uint32_t), size_t most = SIZE_MAX) {
@@ -95,7 +96,7 @@ size_t next_split(const std::vector<uint32_t>& c, size_t i, SplitPattern pattern
     while (k < n && k - j < most && test(c[k])) ++k;
     return k;
   };
-  const bool fold = pattern == SplitPattern::llama3;
+  const bool fold = pattern == SplitPattern::llama3 || pattern == SplitPattern::qwen2;
   auto lower = [&](uint32_t x) { return fold && x < 128 ? uint32_t(std::tolower(int(x))) : x; };
   if (c[i] == '\'' && i + 1 < n) {  // contractions
     const uint32_t a = lower(c[i + 1]), b = i + 2 < n ? lower(c[i + 2]) : 0;
@@ -112,7 +113,7 @@ size_t next_split(const std::vector<uint32_t>& c, size_t i, SplitPattern pattern
     if (is_letter(c[i])) return run(i, is_letter);
     if (!is_newline(c[i]) && !is_letter(c[i]) && !is_number(c[i]) && i + 1 < n && is_letter(c[i + 1]))
       return run(i + 1, is_letter);
-    if (is_number(c[i])) return run(i, is_number, 3);
+    if (is_number(c[i])) return run(i, is_number, pattern == SplitPattern::qwen2 ? 1 : 3);
     const size_t others = is_other(c[i]) ? i : spaced && is_other(c[i + 1]) ? i + 1 : n;
     if (others < n) return run(run(others, is_other), is_newline);
     if (is_space(c[i])) {  // \s*[\r\n]+: up to the whitespace run's last newline
@@ -141,6 +142,86 @@ std::array<uint32_t, 256> byte_to_code_point() {
   return table;
 }
 
+// Unicode normalization (NFC, NFKC) through ICU; text that is not UTF-8 has
+// its bad bytes replaced by U+FFFD on the way, as a Python str cannot hold them.
+std::string normalize_unicode(std::string_view text, bool compatibility) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* normalizer =
+      compatibility ? icu::Normalizer2::getNFKCInstance(status) : icu::Normalizer2::getNFCInstance(status);
+  if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU's normalizer: ") + u_errorName(status));
+  const icu::UnicodeString normalized =
+      normalizer->normalize(icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), int32_t(text.size()))), status);
+  if (U_FAILURE(status)) throw std::runtime_error(std::string("ICU's normalizer: ") + u_errorName(status));
+  std::string out;
+  normalized.toUTF8String(out);
+  return out;
+}
+
+void replace_all(std::string& text, const std::string& pattern, const std::string& content) {
+  if (pattern.empty()) return;
+  for (size_t at = text.find(pattern); at != std::string::npos; at = text.find(pattern, at + content.size()))
+    text.replace(at, pattern.size(), content);
+}
+
+// The byte of a byte-fallback piece "<0xNN>", or -1.
+int fallback_byte(const std::string& piece) {
+  unsigned byte = 0;
+  char tail = 0;
+  if (piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%02X%c", &byte, &tail) == 2 && tail == '>') return int(byte);
+  return -1;
+}
+
+// Hugging Face's BPE on one word: the pair of lowest merge rank (the leftmost
+// of equal ranks) merged, again and again, in O(n log n) (a heap of
+// candidate pairs over a linked list, a pair dropped when either side has
+// changed): a SentencePiece-style tokenizer has no pre-tokenizer, so a whole
+// document can be one word.
+template <typename RankOf>
+std::vector<std::string> merge_by_rank(std::vector<std::string> parts, RankOf rank_of) {
+  const size_t n = parts.size();
+  std::vector<size_t> next(n), prev(n);
+  std::vector<uint32_t> version(n, 0);
+  std::vector<bool> alive(n, true);
+  for (size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k - 1;
+  struct Pair {
+    int32_t rank;
+    size_t left, right;
+    uint32_t left_version, right_version;
+    bool operator<(const Pair& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
+  };
+  std::priority_queue<Pair> heap;
+  auto consider = [&](size_t left) {
+    if (left >= n || next[left] >= n) return;
+    const int32_t rank = rank_of(parts[left], parts[next[left]]);
+    if (rank >= 0) heap.push({rank, left, next[left], version[left], version[next[left]]});
+  };
+  for (size_t k = 0; k + 1 < n; ++k) consider(k);
+  while (!heap.empty()) {
+    const Pair p = heap.top();
+    heap.pop();
+    if (!alive[p.left] || !alive[p.right] || next[p.left] != p.right || version[p.left] != p.left_version ||
+        version[p.right] != p.right_version)
+      continue;
+    parts[p.left] += parts[p.right];
+    ++version[p.left];
+    alive[p.right] = false;
+    next[p.left] = next[p.right];
+    if (next[p.right] < n) prev[next[p.right]] = p.left;
+    if (p.left > 0 && alive[prev[p.left]]) consider(prev[p.left]);
+    consider(p.left);
+  }
+  std::vector<std::string> merged;
+  for (size_t k = 0; k < n; k = next[k]) merged.push_back(std::move(parts[k]));
+  return merged;
+}
+
+// A tokenizer.json of BPE, in either of its two kinds: byte-level (GPT-2,
+// Llama 3, Qwen: a ByteLevel step maps bytes to printable code points, a
+// split pattern cuts words) or SentencePiece-style (Llama 2, Mistral:
+// normalizers put "▁" for spaces, no pre-tokenizer, pieces are characters,
+// and a character without a piece falls back to its bytes' "<0xNN>" pieces).
+// Added tokens are matched in the raw text first; the normalizers and the
+// model see the text between them.
 class HfTokenizer final : public Tokenizer {
  public:
   HfTokenizer(const nlohmann::json& j, const std::string& source) : source_(source) {
@@ -154,7 +235,8 @@ class HfTokenizer final : public Tokenizer {
     for (const char* field : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
       if (model.contains(field) && !model[field].is_null() && !(model[field].is_string() && model[field].get<std::string>().empty()))
         fail(std::string("model.") + field, "is not supported");
-    if (model.value("byte_fallback", false)) fail("model.byte_fallback", "is not supported (byte-level BPE needs none)");
+    byte_fallback_ = model.value("byte_fallback", false);
+    fuse_unk_ = model.value("fuse_unk", false);
     ignore_merges_ = model.value("ignore_merges", false);
     if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model.vocab", "missing");
     for (const auto& [piece, id] : model["vocab"].items()) {
@@ -162,6 +244,11 @@ class HfTokenizer final : public Tokenizer {
         fail("model.vocab." + piece, "not a token id");
       vocab_[piece] = int32_t(id.get<int64_t>());
       vocab_size_ = std::max<uint32_t>(vocab_size_, uint32_t(id.get<int64_t>()) + 1);
+    }
+    if (model.contains("unk_token") && model["unk_token"].is_string()) {
+      const auto unk = vocab_.find(model["unk_token"].get<std::string>());
+      if (unk == vocab_.end()) fail("model.unk_token", "is not in the vocabulary");
+      unk_id_ = unk->second;
     }
     if (!model.contains("merges") || !model["merges"].is_array()) fail("model.merges", "missing");
     int32_t rank = 0;
@@ -177,11 +264,10 @@ class HfTokenizer final : public Tokenizer {
       }
       merge_rank_.emplace(pair, rank++);
     }
-    if (j.contains("normalizer") && !j["normalizer"].is_null())
-      fail("normalizer", "'" + j["normalizer"].value("type", std::string("?")) + "' is not supported (none)");
+    read_normalizer(j.contains("normalizer") ? j["normalizer"] : nlohmann::json(), fail);
     read_pre_tokenizer(j.contains("pre_tokenizer") ? j["pre_tokenizer"] : nlohmann::json(), fail);
-    if (j.contains("decoder") && !j["decoder"].is_null() && j["decoder"].value("type", "") != "ByteLevel")
-      fail("decoder", "'" + j["decoder"].value("type", std::string("?")) + "' is not supported (ByteLevel)");
+    read_decoder(j.contains("decoder") ? j["decoder"] : nlohmann::json(), fail);
+    if (byte_level_ && byte_fallback_) fail("model.byte_fallback", "is not supported with a ByteLevel pre-tokenizer");
     if (j.contains("added_tokens")) {
       if (!j["added_tokens"].is_array()) fail("added_tokens", "not an array");
       for (const nlohmann::json& t : j["added_tokens"]) {
@@ -189,6 +275,8 @@ class HfTokenizer final : public Tokenizer {
             !t["content"].is_string() || t["content"].get<std::string>().empty())
           fail("added_tokens", "an entry without id and content");
         if (t.value("single_word", false)) fail("added_tokens", "single_word tokens are not supported");
+        if (t.value("normalized", false) && !normalizers_.empty())
+          fail("added_tokens", "'" + t["content"].get<std::string>() + "' is matched in normalized text, which is not supported");
         const int64_t id = t["id"].get<int64_t>();
         if (id < 0 || id >= (1 << 24)) fail("added_tokens", "id " + std::to_string(id) + " is out of range");
         added_.push_back({t["content"].get<std::string>(), int32_t(id), t.value("lstrip", false), t.value("rstrip", false)});
@@ -201,6 +289,13 @@ class HfTokenizer final : public Tokenizer {
     for (const auto& [piece, id] : vocab_) text_of_.emplace(id, piece);
     byte_cp_ = byte_to_code_point();
     for (uint32_t b = 0; b < 256; ++b) cp_byte_[byte_cp_[b]] = uint8_t(b);
+    if (byte_fallback_)
+      for (uint32_t b = 0; b < 256; ++b) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        const auto it = vocab_.find(name);
+        byte_piece_[b] = it == vocab_.end() ? -1 : it->second;
+      }
   }
 
   std::vector<int32_t> encode(std::string_view text) const override {
@@ -217,7 +312,7 @@ class HfTokenizer final : public Tokenizer {
       size_t plain_end = best;
       if (found && found->lstrip)
         while (plain_end > i && std::isspace(uint8_t(text[plain_end - 1]))) --plain_end;
-      encode_plain(text.substr(i, plain_end - i), ids);
+      encode_plain(normalized(text.substr(i, plain_end - i)), ids);
       if (!found) break;
       ids.push_back(found->id);
       i = best + found->content.size();
@@ -227,10 +322,19 @@ class HfTokenizer final : public Tokenizer {
     return ids;
   }
 
-  std::string decode(int32_t, int32_t token) const override {
+  std::string decode(int32_t previous, int32_t token) const override {
     if (const auto added = added_text_.find(token); added != added_text_.end()) return added->second;
     const auto it = text_of_.find(token);
     if (it == text_of_.end()) throw InputError(source_ + ": no token " + std::to_string(token));
+    if (!byte_level_) {  // the SentencePiece-style decoders: Replace, ByteFallback, Fuse, Strip
+      if (const int byte = fallback_byte(it->second); byte >= 0 && decode_byte_fallback_) return std::string(1, char(byte));
+      std::string text = it->second;
+      for (const auto& [pattern, content] : decode_replacements_) replace_all(text, pattern, content);
+      if (previous < 0)  // Strip acts on the fused text: its start is the first token's
+        for (uint32_t k = 0; k < strip_start_ && !text.empty() && text.compare(0, strip_content_.size(), strip_content_) == 0; ++k)
+          text.erase(0, strip_content_.size());
+      return text;
+    }
     std::string bytes;
     const CodePoints cps = code_points(it->second);
     for (size_t k = 0; k < cps.cp.size(); ++k) {
@@ -249,47 +353,136 @@ class HfTokenizer final : public Tokenizer {
     int32_t id;
     bool lstrip, rstrip;
   };
+  struct Normalizer {
+    enum Kind { nfc, nfkc, prepend, replace } kind;
+    std::string a, b;  // prepend: a; replace: a -> b
+  };
+
+  template <typename Fail>
+  void read_normalizer(const nlohmann::json& n, Fail fail) {
+    if (n.is_null()) return;
+    std::vector<nlohmann::json> steps;
+    if (n.is_object() && n.value("type", "") == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array())
+      for (const nlohmann::json& s : n["normalizers"]) steps.push_back(s);
+    else
+      steps.push_back(n);
+    for (const nlohmann::json& s : steps) {
+      const std::string type = s.is_object() ? s.value("type", "") : "";
+      if (type == "NFC") {
+        normalizers_.push_back({Normalizer::nfc, "", ""});
+      } else if (type == "NFKC") {
+        normalizers_.push_back({Normalizer::nfkc, "", ""});
+      } else if (type == "Prepend" && s.contains("prepend") && s["prepend"].is_string()) {
+        normalizers_.push_back({Normalizer::prepend, s["prepend"].get<std::string>(), ""});
+      } else if (type == "Replace" && s.contains("pattern") && s["pattern"].is_object() && s["pattern"].contains("String") &&
+                 s["pattern"]["String"].is_string() && s.contains("content") && s["content"].is_string()) {
+        normalizers_.push_back({Normalizer::replace, s["pattern"]["String"].get<std::string>(), s["content"].get<std::string>()});
+      } else {
+        fail("normalizer", "'" + (type.empty() ? std::string("?") : type) +
+                               "' is not supported (NFC, NFKC, Prepend, Replace of a string, a Sequence of them)");
+      }
+    }
+  }
 
   template <typename Fail>
   void read_pre_tokenizer(const nlohmann::json& p, Fail fail) {
-    // The Llama 3 split, as tokenizer.json spells it.
-    static const std::string kLlama3 =
-        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    // The splits, as tokenizer.json spells them.
+    static const std::map<std::string, SplitPattern> kPatterns = {
+        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+         SplitPattern::llama3},
+        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+         SplitPattern::qwen2},
+        {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", SplitPattern::gpt2}};
+    if (p.is_null()) return;  // SentencePiece-style: the normalizers did the work
     std::vector<nlohmann::json> steps;
     if (p.is_object() && p.value("type", "") == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].is_array())
       for (const nlohmann::json& s : p["pretokenizers"]) steps.push_back(s);
     else if (p.is_object())
       steps.push_back(p);
     else
-      fail("pre_tokenizer", "missing (byte-level BPE needs ByteLevel)");
-    bool byte_level = false;
+      fail("pre_tokenizer", "not an object");
     for (const nlohmann::json& s : steps) {
       const std::string type = s.value("type", "");
       if (type == "Digits") {
         if (!s.value("individual_digits", false)) fail("pre_tokenizer", "Digits without individual_digits is not supported");
         digits_ = true;
       } else if (type == "Split") {
-        const bool llama3 = s.contains("pattern") && s["pattern"].is_object() && s["pattern"].value("Regex", "") == kLlama3;
-        if (!llama3 || s.value("behavior", "") != "Isolated" || s.value("invert", false))
-          fail("pre_tokenizer", "a Split other than Llama 3's is not supported");
-        pattern_ = SplitPattern::llama3;
+        const std::string regex = s.contains("pattern") && s["pattern"].is_object() ? s["pattern"].value("Regex", "") : "";
+        const auto known = kPatterns.find(regex);
+        if (known == kPatterns.end())
+          fail("pre_tokenizer", "the Split pattern '" + (regex.empty() ? s.value("pattern", nlohmann::json()).dump() : regex) +
+                                    "' is not supported (GPT-2's, Llama 3's, Qwen2's)");
+        if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
+          fail("pre_tokenizer", "a Split other than Isolated is not supported");
+        if (pattern_ != SplitPattern::none) fail("pre_tokenizer", "two split patterns");
+        pattern_ = known->second;
       } else if (type == "ByteLevel") {
         if (s.value("add_prefix_space", false)) fail("pre_tokenizer", "ByteLevel with add_prefix_space is not supported");
         if (s.value("use_regex", true)) {
           if (pattern_ != SplitPattern::none) fail("pre_tokenizer", "two split patterns");
           pattern_ = SplitPattern::gpt2;
         }
-        byte_level = true;
+        byte_level_ = true;
       } else {
-        fail("pre_tokenizer", "'" + type + "' is not supported (ByteLevel, Digits, Llama 3's Split)");
+        fail("pre_tokenizer", "'" + type + "' is not supported (ByteLevel, Digits, Split)");
       }
     }
-    if (!byte_level) fail("pre_tokenizer", "no ByteLevel step: only byte-level BPE is supported");
+    if (!byte_level_) fail("pre_tokenizer", "no ByteLevel step: a split of characters is not supported");
   }
 
-  // Text without added tokens: the digit split, the pattern's pieces, BPE on each.
+  template <typename Fail>
+  void read_decoder(const nlohmann::json& d, Fail fail) {
+    if (byte_level_) {
+      if (!d.is_null() && d.value("type", "") != "ByteLevel")
+        fail("decoder", "'" + d.value("type", std::string("?")) + "' is not supported after a ByteLevel pre-tokenizer (ByteLevel)");
+      return;
+    }
+    std::vector<nlohmann::json> steps;
+    if (d.is_object() && d.value("type", "") == "Sequence" && d.contains("decoders") && d["decoders"].is_array())
+      for (const nlohmann::json& s : d["decoders"]) steps.push_back(s);
+    else if (d.is_object())
+      steps.push_back(d);
+    bool fused = false;
+    for (const nlohmann::json& s : steps) {
+      const std::string type = s.value("type", "");
+      if (type == "Replace" && s.contains("pattern") && s["pattern"].is_object() && s["pattern"].contains("String") &&
+          s["pattern"]["String"].is_string() && s.contains("content") && s["content"].is_string() && !decode_byte_fallback_)
+        decode_replacements_.push_back({s["pattern"]["String"].get<std::string>(), s["content"].get<std::string>()});
+      else if (type == "ByteFallback")
+        decode_byte_fallback_ = true;
+      else if (type == "Fuse")
+        fused = true;
+      else if (type == "Strip" && fused && s.value("stop", 0) == 0 && s.contains("content") && s["content"].is_string()) {
+        strip_content_ = s["content"].get<std::string>();
+        strip_start_ = s.value("start", 0u);
+      } else
+        fail("decoder", "'" + type + "' is not supported here (Replace of a string, ByteFallback, Fuse, then Strip of the start)");
+    }
+  }
+
+  std::string normalized(std::string_view text) const {
+    std::string out(text);
+    for (const Normalizer& n : normalizers_) {
+      switch (n.kind) {
+        case Normalizer::nfc:
+        case Normalizer::nfkc:
+          out = normalize_unicode(out, n.kind == Normalizer::nfkc);
+          break;
+        case Normalizer::prepend:
+          if (!out.empty()) out = n.a + out;
+          break;
+        case Normalizer::replace:
+          replace_all(out, n.a, n.b);
+          break;
+      }
+    }
+    return out;
+  }
+
+  // Normalized text without added tokens: the digit split, the pattern's pieces, BPE on each.
   void encode_plain(std::string_view text, std::vector<int32_t>& ids) const {
     if (text.empty()) return;
+    if (!byte_level_) return bpe_characters(text, ids);
     const CodePoints cps = code_points(text);
     std::vector<std::pair<size_t, size_t>> spans;  // code point ranges
     size_t begin = 0;
@@ -303,13 +496,19 @@ class HfTokenizer final : public Tokenizer {
       const std::vector<uint32_t> piece_cp(cps.cp.begin() + long(first), cps.cp.begin() + long(last));
       for (size_t i = 0; i < piece_cp.size();) {
         const size_t end = pattern_ == SplitPattern::none ? piece_cp.size() : next_split(piece_cp, i, pattern_);
-        bpe(text.substr(cps.start[first + i], cps.start[first + end] - cps.start[first + i]), ids);
+        bpe_bytes(text.substr(cps.start[first + i], cps.start[first + end] - cps.start[first + i]), ids);
         i = end;
       }
     }
   }
 
-  void bpe(std::string_view piece, std::vector<int32_t>& ids) const {
+  int32_t rank(const std::string& a, const std::string& b) const {
+    const auto it = merge_rank_.find(a + " " + b);
+    return it == merge_rank_.end() ? -1 : it->second;
+  }
+
+  // Byte-level BPE of one piece: each byte as its code point, then the merges.
+  void bpe_bytes(std::string_view piece, std::vector<int32_t>& ids) const {
     std::vector<std::string> parts;
     std::string whole;
     for (char ch : piece) {
@@ -320,21 +519,36 @@ class HfTokenizer final : public Tokenizer {
     }
     if (ignore_merges_)
       if (const auto it = vocab_.find(whole); it != vocab_.end()) return ids.push_back(it->second);
-    while (parts.size() > 1) {
-      int32_t best_rank = INT32_MAX;
-      size_t best = 0;
-      for (size_t k = 0; k + 1 < parts.size(); ++k) {
-        const auto it = merge_rank_.find(parts[k] + " " + parts[k + 1]);
-        if (it != merge_rank_.end() && it->second < best_rank) best_rank = it->second, best = k;
-      }
-      if (best_rank == INT32_MAX) break;
-      parts[best] += parts[best + 1];
-      parts.erase(parts.begin() + long(best) + 1);
-    }
-    for (const std::string& part : parts) {
+    for (const std::string& part : merge_by_rank(std::move(parts), [&](const std::string& a, const std::string& b) { return rank(a, b); })) {
       const auto it = vocab_.find(part);
       if (it == vocab_.end()) throw InputError(source_ + ": the piece '" + part + "' has no token");
       ids.push_back(it->second);
+    }
+  }
+
+  // SentencePiece-style BPE of a word: its characters, the merges, then a
+  // piece the vocabulary lacks as its bytes' "<0xNN>" pieces (byte_fallback)
+  // or the unknown token (consecutive ones fused with fuse_unk).
+  void bpe_characters(std::string_view word, std::vector<int32_t>& ids) const {
+    const CodePoints cps = code_points(word);
+    std::vector<std::string> parts;
+    for (size_t k = 0; k < cps.cp.size(); ++k) parts.emplace_back(word.substr(cps.start[k], cps.start[k + 1] - cps.start[k]));
+    bool last_unknown = false;
+    for (const std::string& part : merge_by_rank(std::move(parts), [&](const std::string& a, const std::string& b) { return rank(a, b); })) {
+      if (const auto it = vocab_.find(part); it != vocab_.end()) {
+        ids.push_back(it->second);
+        last_unknown = false;
+        continue;
+      }
+      const bool bytes_known = byte_fallback_ && std::all_of(part.begin(), part.end(), [&](char c) { return byte_piece_[uint8_t(c)] >= 0; });
+      if (bytes_known) {
+        for (char c : part) ids.push_back(byte_piece_[uint8_t(c)]);
+        last_unknown = false;
+        continue;
+      }
+      if (unk_id_ < 0) throw InputError(source_ + ": the piece '" + part + "' has no token and the model no unknown token");
+      if (!(fuse_unk_ && last_unknown)) ids.push_back(unk_id_);
+      last_unknown = true;
     }
   }
 
@@ -344,11 +558,19 @@ class HfTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int32_t> merge_rank_;
   std::vector<Added> added_;
   std::unordered_map<int32_t, std::string> added_text_;
-  bool ignore_merges_ = false, digits_ = false;
+  std::vector<Normalizer> normalizers_;
+  bool ignore_merges_ = false, digits_ = false, byte_level_ = false, byte_fallback_ = false, fuse_unk_ = false;
+  int32_t unk_id_ = -1;
+  std::array<int32_t, 256> byte_piece_{};  // byte_fallback: the "<0xNN>" piece of each byte, or -1
   SplitPattern pattern_ = SplitPattern::none;
   uint32_t vocab_size_ = 0;
   std::array<uint32_t, 256> byte_cp_{};
   std::unordered_map<uint32_t, uint8_t> cp_byte_;
+  // SentencePiece-style decoding
+  std::vector<std::pair<std::string, std::string>> decode_replacements_;
+  bool decode_byte_fallback_ = false;
+  std::string strip_content_;
+  uint32_t strip_start_ = 0;
 };
 
 // ---------------------------------------------------------------- llama2.c

@@ -9,6 +9,13 @@ ignore_merges; each with two added special tokens. Runs where `tokenizers` is
 installed (the GPU machine):
 
   python3 tools/dev/tokenizer_golden.py > tests/data/tokenizer_golden.json
+
+With --real it checks tests/data/tokenizer_real_golden.json instead (the ids
+and decoded text @lenml/tokenizers gave for tests/data/tokenizer_corpus.json
+with the real files of tests/data/tokenizers.tar.xz: tokenizer_golden.mjs)
+against `tokenizers`, text by text, and exits 1 on any difference:
+
+  python3 tools/dev/tokenizer_golden.py --real
 """
 import json
 import sys
@@ -35,7 +42,32 @@ def variant(base, name):
     return j
 
 
+def check_real():
+    import tarfile
+    import tempfile
+
+    texts = json.load(open("tests/data/tokenizer_corpus.json"))
+    golden = json.load(open("tests/data/tokenizer_real_golden.json"))
+    differences = 0
+    with tempfile.TemporaryDirectory() as d:
+        tarfile.open("tests/data/tokenizers.tar.xz").extractall(d)
+        for name, expected in golden.items():
+            tokenizer = Tokenizer.from_file(f"{d}/{name}/tokenizer.json")
+            for i, text in enumerate(texts):
+                ids = tokenizer.encode(text, add_special_tokens=False).ids
+                decoded = tokenizer.decode(ids, skip_special_tokens=False) if ids else ""
+                if ids != expected["ids"][i] or decoded != expected["decoded"][i]:
+                    differences += 1
+                    print(f"{name} text {i}: ids {ids == expected['ids'][i]}, decoded {decoded == expected['decoded'][i]}: "
+                          f"{ids} {decoded!r}")
+            print(f"{name}: {len(texts)} texts checked")
+    print(f"{differences} differences")
+    sys.exit(1 if differences else 0)
+
+
 def main():
+    if "--real" in sys.argv:
+        return check_real()
     base = json.load(open("assets/models/llama-debian-5m/tokenizer.json"))
     texts = json.load(open("tests/data/tokenizer_texts.json"))
     out = {}
