@@ -101,6 +101,9 @@ expect 2 "generate with a method a model run cannot feed" -- "$kvscope" generate
 expect 2 "generate with a method and no budget" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest
 printf 'GGUF\003\000\000\000' > "$work/cut.gguf"
 expect 2 "generate with a GGUF file cut after its version" -- "$kvscope" generate --model "$work/cut.gguf" --prompt hi
+expect 2 "generate --chat for a model without a chat template" -- "$kvscope" generate --model "$(dirname "$0")/../assets/models/llama-debian-5m" --chat --prompt hi --steps 1
+expect 2 "generate --chat-format of no known format" -- "$kvscope" generate --model "$(dirname "$0")/../assets/models/llama-debian-5m" --chat-format alpaca --prompt hi --steps 1
+expect 0 "generate --chat-format chatml" -- "$kvscope" generate --model "$(dirname "$0")/../assets/models/llama-debian-5m" --chat-format chatml --prompt hi --steps 1
 expect 2 "generate with a budget and no method" -- "$kvscope" generate --model "$stories/stories260K.bin" --prefill-budget 8
 expect 2 "generate with a layer the model lacks" -- "$kvscope" generate --model "$stories/stories260K.bin" --method quest --budget 8 --dense-layers 7
 debian5m=$(dirname "$0")/../assets/models/llama-debian-5m

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "model/chat.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "random.h"
@@ -129,6 +131,90 @@ TEST_P(RealTokenizerGolden, MatchesHuggingFaceIdsAndText) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizerGolden, ::testing::Values("llama2", "llama3_1", "qwen3"));
+
+// The same three files as llama.cpp's converter puts them in a GGUF file
+// (tokenizer.ggml.*: tokens by id, their types, and merges for the byte-level
+// kind or scores for the SentencePiece one, whose merges the reader derives
+// as Hugging Face's converter does), read back through gguf_tokenizer_json:
+// the same ids. tokenizer.json keeps no scores: a piece's score here is
+// minus the rank of the first merge that makes it (the order the
+// SentencePiece model's scores gave those merges), far below for a piece no
+// merge makes.
+TEST(Tokenizer, GgufOfTheRealFilesGivesTheirIds) {
+  const nlohmann::json texts = read_json(KVSCOPE_TESTS "/data/tokenizer_corpus.json");
+  for (const auto& [name, kind, pre] : {std::tuple{"llama2", "llama", ""}, {"llama3_1", "gpt2", "llama-bpe"}, {"qwen3", "gpt2", "qwen2"}}) {
+    SCOPED_TRACE(name);
+    const nlohmann::json j = read_json(std::string(KVSCOPE_REAL_TOKENIZERS) + "/" + name + "/tokenizer.json");
+    const nlohmann::json golden = read_json(KVSCOPE_TESTS "/data/tokenizer_real_golden.json")[name]["ids"];
+    size_t size = j["model"]["vocab"].size();
+    for (const nlohmann::json& t : j["added_tokens"]) size = std::max(size, t["id"].get<size_t>() + 1);
+    std::vector<std::string> tokens(size);
+    std::vector<int32_t> types(size, 1);
+    std::vector<float> scores(size);
+    for (const auto& [piece, id] : j["model"]["vocab"].items()) {
+      tokens[id.get<size_t>()] = piece;
+      if (piece.size() == 6 && piece.rfind("<0x", 0) == 0) types[id.get<size_t>()] = 6;
+    }
+    for (const nlohmann::json& t : j["added_tokens"]) {
+      tokens[t["id"].get<size_t>()] = t["content"].get<std::string>();
+      types[t["id"].get<size_t>()] = t["content"] == "<unk>" ? 2 : t["special"].get<bool>() ? 3 : 4;
+    }
+    for (size_t id = 0; id < size; ++id) scores[id] = -1e9f - float(id);
+    float rank = 0;
+    for (const nlohmann::json& m : j["model"]["merges"]) {
+      const std::string merged = m.is_string() ? std::string(m.get<std::string>()).erase(m.get<std::string>().find(' '), 1)
+                                               : m[0].get<std::string>() + m[1].get<std::string>();
+      float& score = scores[j["model"]["vocab"][merged].get<size_t>()];
+      score = std::max(score, -rank++);
+    }
+    model::GgufFile f;
+    f.metadata = {{"tokenizer.ggml.model", kind}, {"tokenizer.ggml.tokens", tokens}, {"tokenizer.ggml.token_type", types}};
+    if (std::string(kind) == "llama") {
+      f.metadata["tokenizer.ggml.scores"] = scores;
+    } else {
+      nlohmann::json merges = nlohmann::json::array();
+      for (const nlohmann::json& m : j["model"]["merges"])
+        merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+      f.metadata["tokenizer.ggml.merges"] = merges;
+      f.metadata["tokenizer.ggml.pre"] = pre;
+    }
+    const auto tokenizer = model::parse_hf_tokenizer(model::gguf_tokenizer_json(f, "m.gguf"), "m.gguf");
+    for (size_t i = 0; i < texts.size(); ++i)
+      EXPECT_EQ(tokenizer->encode(texts[i].get<std::string>()), golden[i].get<std::vector<int32_t>>()) << "text " << i;
+  }
+}
+
+// model::wrap_chat against what the real chat templates of Llama 3.1 and
+// Qwen3 (tests/data/tokenizers.tar.xz) render for one user turn as
+// transformers' apply_chat_template renders them (tests/data/chat_golden.json,
+// tools/dev/chat_golden.py), less the BOS the runner adds itself; the format
+// found from each template's markers.
+TEST(Chat, WrapsAUserTurnAsTheRealTemplatesDo) {
+  const nlohmann::json golden = read_json(KVSCOPE_TESTS "/data/chat_golden.json");
+  for (const auto& [name, format] : {std::pair{"llama3_1", model::ChatFormat::llama3}, {"qwen3", model::ChatFormat::chatml}}) {
+    SCOPED_TRACE(name);
+    const nlohmann::json config = read_json(std::string(KVSCOPE_REAL_TOKENIZERS) + "/" + name + "/tokenizer_config.json");
+    EXPECT_EQ(model::chat_format_of_template(config["chat_template"].get<std::string>()), format);
+    const nlohmann::json& g = golden[name];
+    const std::string bos = g["bos_token"].is_string() ? g["bos_token"].get<std::string>() : "";
+    for (size_t i = 0; i < g["texts"].size(); ++i) {
+      std::string want = g["prompts"][i].get<std::string>();
+      if (!bos.empty() && want.rfind(bos, 0) == 0) want.erase(0, bos.size());
+      EXPECT_EQ(model::wrap_chat(format, g["texts"][i].get<std::string>()), want) << "text " << i;
+    }
+  }
+  EXPECT_EQ(model::wrap_chat(model::chat_format_named("inst"), "hi"), "[INST] hi [/INST]");
+  EXPECT_EQ(model::chat_format_of_template("{{ bos_token }}{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}"),
+            model::ChatFormat::inst);
+  EXPECT_THROW(model::chat_format_of_template("{% for m in messages %}{{ m['content'] }}{% endfor %}"), InputError);
+  EXPECT_THROW(model::chat_format_named("alpaca"), InputError);
+  // A chat tokenizer encodes the wrapped text; the answer's tokens come from the one beneath.
+  const auto inner = model::open_tokenizer(std::string(KVSCOPE_REAL_TOKENIZERS) + "/qwen3/tokenizer.json", 0);
+  const auto chat = model::chat_tokenizer(model::open_tokenizer(std::string(KVSCOPE_REAL_TOKENIZERS) + "/qwen3/tokenizer.json", 0),
+                                          model::ChatFormat::chatml);
+  EXPECT_EQ(chat->encode("hi"), inner->encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"));
+  EXPECT_EQ(model::unwrapped_tokenizer(*chat).encode("hi"), inner->encode("hi"));
+}
 
 TEST(Tokenizer, RefusesWhatItCannotRead) {
   const nlohmann::json base = read_json(KVSCOPE_ASSETS "/models/llama-debian-5m/tokenizer.json");

@@ -217,6 +217,8 @@ Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string
   const GgufFile file = parse_gguf(c.owned_, source);
   c.config_ = gguf_model_config(file, source);
   c.embedded_tokenizer_ = gguf_tokenizer_json(file, source);
+  if (file.metadata.contains("tokenizer.chat_template") && file.metadata["tokenizer.chat_template"].is_string())
+    c.embedded_chat_template_ = file.metadata["tokenizer.chat_template"].get<std::string>();
   std::map<std::string, const GgufTensor*> by_name;
   for (const GgufTensor& t : file.tensors) by_name[t.name] = &t;
   auto get = [&](const std::string& name) {

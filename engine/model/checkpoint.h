@@ -75,6 +75,8 @@ class Checkpoint {
   bool gguf() const { return gguf_; }
   // A GGUF file's own tokenizer as tokenizer.json text (gguf_tokenizer_json); empty where it has none.
   const std::string& embedded_tokenizer() const { return embedded_tokenizer_; }
+  // A GGUF file's tokenizer.chat_template; empty where it has none.
+  const std::string& embedded_chat_template() const { return embedded_chat_template_; }
   uint32_t seed() const { return seed_; }
 
  private:
@@ -91,6 +93,7 @@ class Checkpoint {
   bool random_ = false, gguf_ = false;
   uint32_t configured_positions_ = 0;
   std::string embedded_tokenizer_;
+  std::string embedded_chat_template_;
   uint32_t seed_ = 0;
 };
 

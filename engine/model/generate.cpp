@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "error.h"
 #include "model/files.h"
@@ -26,6 +27,36 @@ std::unique_ptr<Tokenizer> model_tokenizer(const std::filesystem::path& model_pa
   if (folder.empty()) folder = ".";
   if (std::filesystem::exists(folder / "tokenizer.json")) return open_tokenizer(folder / "tokenizer.json", vocab);
   return token_id_tokenizer(vocab);
+}
+
+ChatFormat model_chat_format(const std::filesystem::path& model_path, const Checkpoint& checkpoint,
+                             const std::filesystem::path& tokenizer, const std::string& forced) {
+  if (!forced.empty()) return chat_format_named(forced);
+  if (checkpoint.gguf()) {
+    if (checkpoint.embedded_chat_template().empty())
+      throw InputError(model_path.string() + ": the GGUF file holds no tokenizer.chat_template: --chat-format NAME applies one", "chat");
+    return chat_format_of_template(checkpoint.embedded_chat_template());
+  }
+  const std::filesystem::path beside = tokenizer.empty() ? model_path : tokenizer;
+  std::filesystem::path folder = std::filesystem::is_directory(beside) ? beside : beside.parent_path();
+  if (folder.empty()) folder = ".";
+  const std::filesystem::path config = folder / "tokenizer_config.json";
+  nlohmann::json j;
+  if (std::filesystem::exists(config)) {
+    try {
+      j = nlohmann::json::parse(read_text_file(config));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(config.string() + ": not JSON (" + e.what() + ")", "chat");
+    }
+  }
+  // A template, or a list of named ones (the default among them).
+  nlohmann::json chat_template = j.is_object() && j.contains("chat_template") ? j["chat_template"] : nlohmann::json();
+  if (chat_template.is_array())
+    for (const nlohmann::json& t : chat_template)
+      if (t.is_object() && t.value("name", "") == "default" && t.contains("template")) chat_template = t["template"];
+  if (!chat_template.is_string())
+    throw InputError(config.string() + " holds no chat_template: --chat-format NAME applies one", "chat");
+  return chat_format_of_template(chat_template.get<std::string>());
 }
 
 namespace {

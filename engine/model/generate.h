@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/chat.h"
 #include "model/checkpoint.h"
 #include "model/selection_plan.h"
 #include "model/tokenizer.h"
@@ -24,6 +25,12 @@ namespace kv::model {
 // tokenizer.json beside the config, else token ids (token_id_tokenizer).
 std::unique_ptr<Tokenizer> model_tokenizer(const std::filesystem::path& model_path, const Checkpoint& checkpoint,
                                            const std::filesystem::path& tokenizer = {});
+// The chat format for --chat: `forced` (--chat-format) by name, else the one
+// the model's chat template holds: a GGUF file's tokenizer.chat_template, or
+// chat_template in the tokenizer_config.json beside `tokenizer` (or beside
+// the model). InputError (setting "chat") where there is no template.
+ChatFormat model_chat_format(const std::filesystem::path& model_path, const Checkpoint& checkpoint,
+                             const std::filesystem::path& tokenizer, const std::string& forced);
 
 struct GenerateConfig {
   uint32_t steps = 256;  // new tokens at most (fewer at an end-of-sequence token)

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "error.h"
+#include "model/chat.h"
 #include "model/model.h"
 #include "model/prompts.h"
 
@@ -142,7 +143,7 @@ class NeedleCells {
 void run_prompt(Model& model, const Tokenizer& tokenizer, const MethodSweep& sweep, uint32_t length, double depth,
                 const Prompt& prompt, NeedleCells& cells) {
   const ModelConfig& config = model.config();
-  const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(tokenizer.encode(prompt.answer).size());
+  const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(unwrapped_tokenizer(tokenizer).encode(prompt.answer).size());
   if (prompt_length + steps > length)
     throw InputError("the answer does not fit in " + std::to_string(length) + " tokens", "lengths");
   const std::vector<std::string> methods = sweep.selection_methods();

@@ -41,7 +41,11 @@ const char* const kGenerateHelp =
     "                     prompt position (safetensors: tokens I32 [n], logits F32\n"
     "                     [n, vocab]), to compare with another implementation\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
-    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --chat             wrap each prompt as the model's chat template wraps one user\n"
+    "                     turn (the format its tokenizer_config.json's or GGUF's\n"
+    "                     template holds: llama3, chatml, inst or vicuna)\n"
+    "  --chat-format NAME the same in that format, whatever the template\n";
 namespace {
 
 void progress(uint32_t done, uint32_t total) {
@@ -109,10 +113,11 @@ int run_generate(const GlobalOptions& global, const std::vector<std::string>& ar
   std::set<std::string> value_options{"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature",
                                       "top-p",  "seed",      "chunk",  "json",        "logits"};
   value_options.merge(model_method_options());
-  const Args args("generate", argv, value_options, {"random-weights"});
+  value_options.insert("chat-format");
+  const Args args("generate", argv, value_options, {"random-weights", "chat"});
   const GenerateArgs a = parse_generate_args(args);
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
-  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  const auto tokenizer = open_chat_tokenizer(args, a.model, checkpoint);
   vk::Device device(global.device);
   const model::Generation g = model::generate(
       device, checkpoint, *tokenizer, a.prompt, a.config,

@@ -48,7 +48,11 @@ const char* const kNeedleHelp =
     "--plot a PNG of accuracy over length x depth per method and budget, and of\n"
     "accuracy against the budget per method.\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
-    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --chat             wrap each prompt as the model's chat template wraps one user\n"
+    "                     turn (the format its tokenizer_config.json's or GGUF's\n"
+    "                     template holds: llama3, chatml, inst or vicuna)\n"
+    "  --chat-format NAME the same in that format, whatever the template\n";
 namespace {
 
 std::vector<double> parse_depths(const std::string& text) {
@@ -140,12 +144,13 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
   std::set<std::string> values{"model", "tokenizer",     "task",  "lengths", "depths", "samples", "prefill-budget",
                                "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
   values.merge(sweep_value_options());
-  const Args args("needle", argv, values, {"random-weights"});
+  values.insert("chat-format");
+  const Args args("needle", argv, values, {"random-weights", "chat"});
   const NeedleArgs a = parse_needle_args(args);
   const std::string task = model::needle_task_name(a.config.prompts.task);
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
-  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  const auto tokenizer = open_chat_tokenizer(args, a.model, checkpoint);
   vk::Device device(global.device);
   const auto start = std::chrono::steady_clock::now();
   const std::vector<model::NeedleResult> results = model::run_needle(

@@ -28,7 +28,11 @@ const char* const kPplHelp =
     "method, the same positions scored. Dense runs both ways (the two agree to rounding).\n"
     "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
-    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --chat             wrap each prompt as the model's chat template wraps one user\n"
+    "                     turn (the format its tokenizer_config.json's or GGUF's\n"
+    "                     template holds: llama3, chatml, inst or vicuna)\n"
+    "  --chat-format NAME the same in that format, whatever the template\n";
 namespace {
 
 struct PplArgs {
@@ -67,12 +71,13 @@ nlohmann::json ppl_json(const PplArgs& a, const std::string& device, const std::
 int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json", "seed"};
   values.merge(sweep_value_options());
-  const Args args("ppl", argv, values, {"random-weights"});
+  values.insert("chat-format");
+  const Args args("ppl", argv, values, {"random-weights", "chat"});
   const PplArgs a = parse_ppl_args(args);
   const std::string text = model::read_text_file(a.text_file);
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
-  const auto tokenizer = open_model_tokenizer(args, a.model, checkpoint);
+  const auto tokenizer = open_chat_tokenizer(args, a.model, checkpoint);
   const std::vector<int32_t> tokens = model::perplexity_tokens(*tokenizer, checkpoint.config(), text, a.length, a.text_file);
 
   vk::Device device(global.device);

@@ -1,5 +1,8 @@
 #include "method_args.h"
 
+#include "model/chat.h"
+#include "model/generate.h"
+
 #include <unistd.h>
 
 #include <chrono>
@@ -130,6 +133,15 @@ model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem:
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint) {
   return model::model_tokenizer(model_path, checkpoint, args.text("tokenizer", ""));
+}
+
+std::unique_ptr<model::Tokenizer> open_chat_tokenizer(const Args& args, const std::filesystem::path& model_path,
+                                                      const model::Checkpoint& checkpoint) {
+  std::unique_ptr<model::Tokenizer> tokenizer = open_model_tokenizer(args, model_path, checkpoint);
+  if (!args.flag("chat") && !args.has("chat-format")) return tokenizer;
+  const model::ChatFormat format =
+      model::model_chat_format(model_path, checkpoint, args.text("tokenizer", ""), args.text("chat-format", ""));
+  return model::chat_tokenizer(std::move(tokenizer), format);
 }
 
 Mode parse_mode(const Args& args, const std::string& command) {

@@ -50,6 +50,10 @@ model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem:
 // (model::token_id_tokenizer).
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,
                                                        const model::Checkpoint& checkpoint);
+// The same, wrapping each prompt as the model's chat template wraps one user
+// turn with --chat (the format its template holds) or --chat-format NAME.
+std::unique_ptr<model::Tokenizer> open_chat_tokenizer(const Args& args, const std::filesystem::path& model_path,
+                                                      const model::Checkpoint& checkpoint);
 
 // The methods and their options, as --help lists them (from method_table()).
 std::string methods_help();

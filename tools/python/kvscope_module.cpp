@@ -20,6 +20,7 @@
 #include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
+#include "model/chat.h"
 #include "model/generate.h"
 #include "model/needle.h"
 #include "model/perplexity.h"
@@ -258,12 +259,19 @@ struct PyModel {
 };
 
 PyModel open_model(const std::string& path, bool random_weights, int64_t seed, const py::object& tokenizer,
-                   const py::object& device) {
+                   const py::object& device, const py::object& chat) {
   PyModel m;
   m.path = path;
   m.checkpoint = std::make_shared<model::Checkpoint>(random_weights ? model::Checkpoint::random(path, count_of(seed, "seed"))
                                                                     : model::Checkpoint::open(path));
-  m.tokenizer = model::model_tokenizer(path, *m.checkpoint, tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>());
+  const std::string tokenizer_path = tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>();
+  std::unique_ptr<model::Tokenizer> t = model::model_tokenizer(path, *m.checkpoint, tokenizer_path);
+  // chat=True: the format the model's template holds; chat="NAME": that one (the CLI's --chat, --chat-format).
+  if (py::isinstance<py::str>(chat))
+    t = model::chat_tokenizer(std::move(t), model::model_chat_format(path, *m.checkpoint, tokenizer_path, chat.cast<std::string>()));
+  else if (!chat.is_none() && chat.cast<bool>())
+    t = model::chat_tokenizer(std::move(t), model::model_chat_format(path, *m.checkpoint, tokenizer_path, ""));
+  m.tokenizer = std::move(t);
   m.device = device;
   return m;
 }
@@ -518,9 +526,11 @@ PYBIND11_MODULE(kvscope, m) {
   py::class_<PyModel>(m, "Model",
                       "A Llama-family model (Hugging Face directory, llama2.c .bin or GGUF file), or with "
                       "random_weights=True a config.json (or its folder) with random weights drawn on the device: "
-                      "speed at a model's real size. The tokenizer is the model's own unless one is given.")
+                      "speed at a model's real size. The tokenizer is the model's own unless one is given. "
+                      "chat=True wraps every prompt as the model's chat template wraps one user turn (chat='llama3', "
+                      "'chatml', 'inst' or 'vicuna' forces a format).")
       .def(py::init(&open_model), py::arg("path"), py::kw_only(), py::arg("random_weights") = false, py::arg("seed") = 0,
-           py::arg("tokenizer") = py::none(), py::arg("device") = py::none())
+           py::arg("tokenizer") = py::none(), py::arg("device") = py::none(), py::arg("chat") = py::none())
       .def_property_readonly("config", [](const PyModel& m) {
         const kv::model::ModelConfig& c = m.checkpoint->config();
         py::dict d;

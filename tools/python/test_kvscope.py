@@ -263,6 +263,16 @@ def test_stubs_name_every_method_and_option():
         assert repr(method["name"]) in text
 
 
+def test_model_chat_wraps_the_prompt_as_the_cli_does():
+    plain, chat = kvscope.Model(DEBIAN5M), kvscope.Model(DEBIAN5M, chat="chatml")
+    wrapped = plain.generate("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", 2)
+    assert chat.generate("hi", 2)["ids"] == wrapped["ids"]
+    with pytest.raises(ValueError, match="chat_template"):
+        kvscope.Model(DEBIAN5M, chat=True)  # llama-debian-5m has no chat template
+    with pytest.raises(ValueError, match="chat format"):
+        kvscope.Model(DEBIAN5M, chat="alpaca")
+
+
 def test_model_bad_input_raises_value_error():
     model = kvscope.Model(STORIES)
     with pytest.raises(ValueError, match="budget"):
