@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -189,6 +190,41 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
   c = model::gguf_model_config(f, "m.gguf");
   EXPECT_FALSE(c.tied_embeddings);
   EXPECT_NEAR(c.rope_attention_factor, 0.1 * std::log(4.0) + 1, 1e-12);
+  // Llama 3.1's RoPE as llama.cpp's converter writes it (rope_freqs.weight:
+  // each pair's divisor, from the llama3 rope_type's factor, low and high
+  // frequency factors and original context) gives the frequencies
+  // transformers' llama3 scaling gives for the same config.
+  {
+    model::GgufFile llama31 = f;
+    llama31.metadata.erase("llama.rope.scaling.type");
+    const double factor = 8, low = 1, high = 4, original = 64, base = 500000.0;
+    std::vector<float> divisors;
+    for (uint32_t i = 0; i < 8; ++i) {
+      const double frequency = 1 / std::pow(base, 2.0 * i / 16), wavelength = 2 * M_PI / frequency;
+      if (wavelength < original / high) divisors.push_back(1.0f);
+      else if (wavelength > original / low) divisors.push_back(float(factor));
+      else {
+        const double smooth = (original / wavelength - low) / (high - low);
+        divisors.push_back(float(1 / ((1 - smooth) / factor + smooth)));
+      }
+    }
+    llama31.tensors = {{"rope_freqs.weight", {8}, model::GgufType::f32, std::as_bytes(std::span(divisors))}};
+    const model::ModelConfig from_gguf = model::gguf_model_config(llama31, "m.gguf");
+    const model::ModelConfig from_hf = model::parse_hf_config(
+        R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 3, "max_position_embeddings": 512,
+            "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+            "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": 64}})",
+        "config.json");
+    ASSERT_EQ(from_gguf.rope_inverse_frequencies.size(), from_hf.rope_inverse_frequencies.size());
+    for (size_t i = 0; i < from_hf.rope_inverse_frequencies.size(); ++i)
+      EXPECT_NEAR(from_gguf.rope_inverse_frequencies[i], from_hf.rope_inverse_frequencies[i],
+                  1e-6 * from_hf.rope_inverse_frequencies[i]) << "pair " << i;
+    std::vector<float> too_few(4, 1.0f);
+    llama31.tensors = {{"rope_freqs.weight", {4}, model::GgufType::f32, std::as_bytes(std::span(too_few))}};
+    EXPECT_THROW((void)model::gguf_model_config(llama31, "m.gguf"), InputError);
+  }
   auto refused = [&](model::GgufFile bad, const std::string& key) {
     try {
       (void)model::gguf_model_config(bad, "m.gguf");
@@ -207,7 +243,7 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
   dynamic.metadata["llama.rope.scaling.type"] = "dynamic";
   refused(dynamic, "llama.rope.scaling.type");
   model::GgufFile llama3 = f;
-  llama3.tensors.push_back({"rope_freqs.weight", {8}, model::GgufType::f32, {}});
+  llama3.tensors.push_back({"rope_freqs.weight", {8}, model::GgufType::f32, {}});  // no data
   refused(llama3, "rope_freqs.weight");
   model::GgufFile missing = f;
   missing.metadata.erase("llama.block_count");

@@ -102,6 +102,16 @@ Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
 Checkpoint::~Checkpoint() = default;
 
 Checkpoint Checkpoint::open(const std::filesystem::path& path) {
+  if (!std::filesystem::is_directory(path) && std::filesystem::is_regular_file(path)) {
+    // A GGUF file is mapped, not read: its tensors point into the mapping.
+    auto mapping = std::make_unique<MappedFile>(path);
+    if (mapping->bytes().size() >= 4 && std::memcmp(mapping->bytes().data(), "GGUF", 4) == 0) {
+      Checkpoint c;
+      c.gguf_mapping_ = std::move(mapping);
+      c.read_gguf(c.gguf_mapping_->bytes(), path.string());
+      return c;
+    }
+  }
   if (!std::filesystem::is_directory(path)) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw InputError(path.string() + ": cannot read (a model is a directory with config.json, or a llama2.c .bin)");
@@ -110,7 +120,6 @@ Checkpoint Checkpoint::open(const std::filesystem::path& path) {
     in.seekg(0);
     in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
     if (!in) throw InputError(path.string() + ": cannot read");
-    if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return from_gguf(std::move(bytes), path.string());
     return from_llama2c(std::move(bytes), path.string());
   }
   Checkpoint c;
@@ -211,10 +220,16 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
 
 Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string& source) {
   Checkpoint c;
+  c.owned_ = std::move(bytes);  // the tensors point into it
+  c.read_gguf(c.owned_, source);
+  return c;
+}
+
+void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& source) {
+  Checkpoint& c = *this;
   c.source_ = source;
   c.gguf_ = true;
-  c.owned_ = std::move(bytes);  // the tensors point into it
-  const GgufFile file = parse_gguf(c.owned_, source);
+  const GgufFile file = parse_gguf(bytes, source);
   c.config_ = gguf_model_config(file, source);
   c.embedded_tokenizer_ = gguf_tokenizer_json(file, source);
   if (file.metadata.contains("tokenizer.chat_template") && file.metadata["tokenizer.chat_template"].is_string())
@@ -249,7 +264,6 @@ Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string
     c.layers_.push_back(w);
   }
   c.check_shapes();
-  return c;
 }
 
 Checkpoint Checkpoint::from_llama2c(std::vector<std::byte> bytes, const std::string& source) {

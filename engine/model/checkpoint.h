@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "mapped_file.h"
 #include "safetensors.h"
 
 namespace kv::model {
@@ -82,6 +83,8 @@ class Checkpoint {
  private:
   Checkpoint() = default;
   void check_shapes();
+  // The model in a GGUF file's bytes, which this checkpoint already owns (owned_ or gguf_mapping_).
+  void read_gguf(std::span<const std::byte> bytes, const std::string& source);
 
   ModelConfig config_;
   std::string source_;
@@ -89,7 +92,8 @@ class Checkpoint {
   Weight embedding_, final_norm_, lm_head_;
   std::vector<LayerWeights> layers_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
-  std::vector<std::byte> owned_;  // a llama2.c or GGUF file's bytes; a random one's norms and biases
+  std::vector<std::byte> owned_;  // a llama2.c file's bytes (or GGUF bytes given in memory); a random one's norms and biases
+  std::unique_ptr<MappedFile> gguf_mapping_;  // a GGUF file opened from disk, which its tensors point into
   bool random_ = false, gguf_ = false;
   uint32_t configured_positions_ = 0;
   std::string embedded_tokenizer_;

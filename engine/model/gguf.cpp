@@ -1,6 +1,7 @@
 #include "model/gguf.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -212,11 +213,10 @@ ModelConfig gguf_model_config(const GgufFile& file, const std::string& source) {
     fail("llama.rope.scaling.type", "'" + scaling + "' is not read (none, linear, yarn)");
   }
   bool has_output = false;
+  const GgufTensor* rope_freqs = nullptr;  // Llama 3's RoPE scaling: a divisor of each pair's frequency
   for (const GgufTensor& t : file.tensors) {
     has_output = has_output || t.name == "output.weight";
-    // Llama 3's frequency factors travel as a tensor; without them its RoPE would be silently wrong.
-    if (t.name == "rope_freqs.weight")
-      throw InputError(source + ": GGUF tensor rope_freqs.weight (Llama 3's RoPE scaling) is not read yet");
+    if (t.name == "rope_freqs.weight") rope_freqs = &t;
   }
   c["tie_word_embeddings"] = !has_output;
   if (m.contains("tokenizer.ggml.bos_token_id")) c["bos_token_id"] = m["tokenizer.ggml.bos_token_id"];
@@ -230,6 +230,22 @@ ModelConfig gguf_model_config(const GgufFile& file, const std::string& source) {
   ModelConfig config = parse_hf_config(text, source + " (its llama metadata as config.json fields)");
   if (m.contains("llama.rope.dimension_count") && m["llama.rope.dimension_count"] != config.head_dim)
     fail("llama.rope.dimension_count", "RoPE over part of a head is not supported");
+  if (rope_freqs) {
+    // llama.cpp divides each pair's angle by its factor, as Hugging Face's
+    // llama3 rope_type divides the inverse frequency (the converter wrote
+    // the factors from it).
+    const size_t pairs = config.rope_inverse_frequencies.size();
+    if (rope_freqs->type != GgufType::f32 || rope_freqs->dims.size() != 1 || rope_freqs->dims[0] != pairs ||
+        rope_freqs->data.size() != pairs * sizeof(float))
+      throw InputError(source + ": GGUF tensor rope_freqs.weight: not " + std::to_string(pairs) + " F32 factors (head_dim / 2)");
+    for (size_t i = 0; i < pairs; ++i) {
+      float factor;
+      std::memcpy(&factor, rope_freqs->data.data() + i * sizeof(float), sizeof factor);
+      if (!(factor > 0) || !std::isfinite(factor))
+        throw InputError(source + ": GGUF tensor rope_freqs.weight: factor " + std::to_string(i) + " is not a positive number");
+      config.rope_inverse_frequencies[i] /= double(factor);
+    }
+  }
   config.rope_pairs = RopePairs::interleaved;
   return config;
 }
