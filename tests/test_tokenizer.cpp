@@ -187,8 +187,10 @@ TEST(Tokenizer, GgufOfTheRealFilesGivesTheirIds) {
 // model::wrap_chat against what the real chat templates of Llama 3.1 and
 // Qwen3 (tests/data/tokenizers.tar.xz) render for one user turn as
 // transformers' apply_chat_template renders them (tests/data/chat_golden.json,
-// tools/dev/chat_golden.py), less the BOS the runner adds itself; the format
-// found from each template's markers.
+// rendered with jinja2 as transformers does by tools/dev/chat_golden.py, and
+// checked against transformers 5.17's own apply_chat_template with its
+// --check on the GPU machine), less the BOS the runner adds itself; the
+// format found from each template's markers.
 TEST(Chat, WrapsAUserTurnAsTheRealTemplatesDo) {
   const nlohmann::json golden = read_json(KVSCOPE_TESTS "/data/chat_golden.json");
   for (const auto& [name, format] : {std::pair{"llama3_1", model::ChatFormat::llama3}, {"qwen3", model::ChatFormat::chatml}}) {

@@ -6,6 +6,10 @@ ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the
 template's bos_token and eos_token, add_generation_prompt=True). Needs jinja2.
 
   python3 tools/dev/chat_golden.py > tests/data/chat_golden.json
+
+With --check (where transformers is installed: the GPU machine) it renders
+the same turns through transformers' own apply_chat_template instead and
+compares them with tests/data/chat_golden.json, exiting 1 on a difference.
 """
 import datetime
 import json
@@ -13,7 +17,6 @@ import sys
 import tarfile
 import tempfile
 
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 TEXTS = ["What is the pass key?", "  padded with spaces  \n", "Line one\nline two\n\n  indented", "<s> [INST] looks like markup [/INST]", ""]
 
@@ -22,7 +25,31 @@ def token_text(value):
     return value["content"] if isinstance(value, dict) else value
 
 
+def check():
+    from transformers import AutoTokenizer
+
+    golden = json.load(open("tests/data/chat_golden.json"))
+    differences = 0
+    with tempfile.TemporaryDirectory() as d:
+        tarfile.open("tests/data/tokenizers.tar.xz").extractall(d)
+        for name, g in golden.items():
+            tokenizer = AutoTokenizer.from_pretrained(f"{d}/{name}")
+            for text, want in zip(g["texts"], g["prompts"]):
+                got = tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                    add_generation_prompt=True)
+                if got != want:
+                    differences += 1
+                    print(f"{name}: {text!r}: transformers {got!r}, golden {want!r}")
+            print(f"{name}: {len(g['texts'])} turns checked")
+    print(f"{differences} differences")
+    sys.exit(1 if differences else 0)
+
+
 def main():
+    if "--check" in sys.argv:
+        return check()
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     out = {}
     with tempfile.TemporaryDirectory() as d:
         tarfile.open("tests/data/tokenizers.tar.xz").extractall(d)
