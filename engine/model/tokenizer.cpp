@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
@@ -171,38 +172,43 @@ int fallback_byte(const std::string& piece) {
   return -1;
 }
 
-// Hugging Face's BPE on one word: the pair of lowest merge rank (the leftmost
-// of equal ranks) merged, again and again, in O(n log n) (a heap of
-// candidate pairs over a linked list, a pair dropped when either side has
-// changed): a SentencePiece-style tokenizer has no pre-tokenizer, so a whole
-// document can be one word.
-template <typename RankOf>
-std::vector<std::string> merge_by_rank(std::vector<std::string> parts, RankOf rank_of) {
-  const size_t n = parts.size();
+// The pair of neighbours that `judge` ranks first merged into one symbol,
+// again and again until judge takes no pair (judge(a, b): the merge's
+// priority, higher first, the leftmost of equal ones, and the merged symbol;
+// or nothing), in O(n log n): a heap of candidate pairs over a linked list, a
+// pair dropped when either side has changed. Hugging Face's BPE (the lowest
+// merge rank first) and llama2c's (the best score first) both; a
+// SentencePiece-style tokenizer has no pre-tokenizer, so a whole document can
+// be one word, and ppl's documents took minutes the quadratic way.
+template <typename Symbol, typename Judge>
+std::vector<Symbol> merge_pairs(std::vector<Symbol> symbols, Judge judge) {
+  const size_t n = symbols.size();
   std::vector<size_t> next(n), prev(n);
   std::vector<uint32_t> version(n, 0);
   std::vector<bool> alive(n, true);
-  for (size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k - 1;
+  for (size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k - 1;  // prev[0] wraps: never read while alive
   struct Pair {
-    int32_t rank;
+    double priority;
     size_t left, right;
     uint32_t left_version, right_version;
-    bool operator<(const Pair& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
+    Symbol merged;
+    bool operator<(const Pair& o) const { return priority < o.priority || (priority == o.priority && left > o.left); }
   };
   std::priority_queue<Pair> heap;
   auto consider = [&](size_t left) {
     if (left >= n || next[left] >= n) return;
-    const int32_t rank = rank_of(parts[left], parts[next[left]]);
-    if (rank >= 0) heap.push({rank, left, next[left], version[left], version[next[left]]});
+    const size_t right = next[left];
+    if (auto merge = judge(symbols[left], symbols[right]))
+      heap.push({merge->first, left, right, version[left], version[right], std::move(merge->second)});
   };
   for (size_t k = 0; k + 1 < n; ++k) consider(k);
   while (!heap.empty()) {
-    const Pair p = heap.top();
+    Pair p = heap.top();
     heap.pop();
     if (!alive[p.left] || !alive[p.right] || next[p.left] != p.right || version[p.left] != p.left_version ||
         version[p.right] != p.right_version)
       continue;
-    parts[p.left] += parts[p.right];
+    symbols[p.left] = std::move(p.merged);
     ++version[p.left];
     alive[p.right] = false;
     next[p.left] = next[p.right];
@@ -210,8 +216,8 @@ std::vector<std::string> merge_by_rank(std::vector<std::string> parts, RankOf ra
     if (p.left > 0 && alive[prev[p.left]]) consider(prev[p.left]);
     consider(p.left);
   }
-  std::vector<std::string> merged;
-  for (size_t k = 0; k < n; k = next[k]) merged.push_back(std::move(parts[k]));
+  std::vector<Symbol> merged;
+  for (size_t k = 0; k < n; k = next[k]) merged.push_back(std::move(symbols[k]));
   return merged;
 }
 
@@ -502,9 +508,13 @@ class HfTokenizer final : public Tokenizer {
     }
   }
 
-  int32_t rank(const std::string& a, const std::string& b) const {
-    const auto it = merge_rank_.find(a + " " + b);
-    return it == merge_rank_.end() ? -1 : it->second;
+  // Hugging Face's BPE: the pair of lowest merge rank first.
+  std::vector<std::string> merge_by_rank(std::vector<std::string> parts) const {
+    return merge_pairs(std::move(parts), [&](const std::string& a, const std::string& b) -> std::optional<std::pair<double, std::string>> {
+      const auto it = merge_rank_.find(a + " " + b);
+      if (it == merge_rank_.end()) return std::nullopt;
+      return std::pair{-double(it->second), a + b};
+    });
   }
 
   // Byte-level BPE of one piece: each byte as its code point, then the merges.
@@ -519,7 +529,7 @@ class HfTokenizer final : public Tokenizer {
     }
     if (ignore_merges_)
       if (const auto it = vocab_.find(whole); it != vocab_.end()) return ids.push_back(it->second);
-    for (const std::string& part : merge_by_rank(std::move(parts), [&](const std::string& a, const std::string& b) { return rank(a, b); })) {
+    for (const std::string& part : merge_by_rank(std::move(parts))) {
       const auto it = vocab_.find(part);
       if (it == vocab_.end()) throw InputError(source_ + ": the piece '" + part + "' has no token");
       ids.push_back(it->second);
@@ -534,7 +544,7 @@ class HfTokenizer final : public Tokenizer {
     std::vector<std::string> parts;
     for (size_t k = 0; k < cps.cp.size(); ++k) parts.emplace_back(word.substr(cps.start[k], cps.start[k + 1] - cps.start[k]));
     bool last_unknown = false;
-    for (const std::string& part : merge_by_rank(std::move(parts), [&](const std::string& a, const std::string& b) { return rank(a, b); })) {
+    for (const std::string& part : merge_by_rank(std::move(parts))) {
       if (const auto it = vocab_.find(part); it != vocab_.end()) {
         ids.push_back(it->second);
         last_unknown = false;
@@ -629,47 +639,13 @@ class Llama2cTokenizer final : public Tokenizer {
   }
 
   // run.c's loop, merging the best-scoring pair of neighbours (the leftmost
-  // of equal scores) until none merges, in O(n log n): a heap of candidate
-  // pairs over a linked list, a pair dropped when either side has changed.
-  // Whole documents (ppl's text) took minutes the quadratic way.
+  // of equal scores) until none merges.
   std::vector<int32_t> merge(std::vector<int32_t> ids) const {
-    const size_t n = ids.size();
-    std::vector<size_t> next(n), prev(n);
-    std::vector<uint32_t> version(n, 0);
-    std::vector<bool> alive(n, true);
-    for (size_t k = 0; k < n; ++k) next[k] = k + 1, prev[k] = k - 1;  // prev[0] wraps: never read while alive
-    struct Pair {
-      float score;
-      size_t left, right;
-      uint32_t left_version, right_version;
-      int32_t id;
-      bool operator<(const Pair& o) const { return score < o.score || (score == o.score && left > o.left); }
-    };
-    std::priority_queue<Pair> heap;
-    auto consider = [&](size_t left) {
-      if (left >= n || next[left] >= n) return;
-      const size_t right = next[left];
-      const int32_t id = lookup(piece(ids[left]) + piece(ids[right]));
-      if (id >= 0) heap.push({scores_[size_t(id)], left, right, version[left], version[right], id});
-    };
-    for (size_t k = 0; k + 1 < n; ++k) consider(k);
-    while (!heap.empty()) {
-      const Pair p = heap.top();
-      heap.pop();
-      if (!alive[p.left] || !alive[p.right] || next[p.left] != p.right || version[p.left] != p.left_version ||
-          version[p.right] != p.right_version)
-        continue;
-      ids[p.left] = p.id;
-      ++version[p.left];
-      alive[p.right] = false;
-      next[p.left] = next[p.right];
-      if (next[p.right] < n) prev[next[p.right]] = p.left;
-      if (p.left > 0 && alive[prev[p.left]]) consider(prev[p.left]);
-      consider(p.left);
-    }
-    std::vector<int32_t> merged;
-    for (size_t k = 0; k < n; k = next[k]) merged.push_back(ids[k]);
-    return merged;
+    return merge_pairs(std::move(ids), [&](int32_t a, int32_t b) -> std::optional<std::pair<double, int32_t>> {
+      const int32_t id = lookup(piece(a) + piece(b));
+      if (id < 0) return std::nullopt;
+      return std::pair{double(scores_[size_t(id)]), id};
+    });
   }
 
   std::string decode(int32_t previous, int32_t token) const override {
