@@ -96,7 +96,8 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
 
 // The tiles that measured best on the H100 (docs/perf-experiments.md,
 // "VK_NV_cooperative_matrix2"): 128 tokens x 128 rows, 32 channels a step, 4
-// steps a round, 128 invocations; 64 tokens for chunks of 128 or fewer.
+// steps a round, 128 invocations; 64 tokens for chunks of 128 or fewer (the
+// tiles the sweep ran; smaller ones were not).
 ModelKernels::Cm2Tile ModelKernels::cm2_tile(uint32_t n_tokens) const {
   // KVSCOPE_CM2_TILE=tokens,rows,step,invocations[,unroll,prefetch]: a tile to try (tools/dev/README.md).
   if (const char* forced = std::getenv("KVSCOPE_CM2_TILE")) {
@@ -107,8 +108,7 @@ ModelKernels::Cm2Tile ModelKernels::cm2_tile(uint32_t n_tokens) const {
   }
   const std::vector<uint32_t>& sizes = device_.info().cooperative_matrix2_workgroups;
   const uint32_t invocations = std::find(sizes.begin(), sizes.end(), 128u) != sizes.end() ? 128u : sizes.front();
-  const uint32_t tokens = n_tokens > 128 ? 128u : n_tokens > 32 ? 64u : n_tokens > 16 ? 32u : 16u;
-  return {tokens, 128, 32, invocations, 4, 0};
+  return {n_tokens > 128 ? 128u : 64u, 128, 32, invocations, 4, 0};
 }
 
 const vk::Kernel& ModelKernels::cm2_kernel(const Cm2Tile& t, bool half_input) const {
