@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/build_glslang.sh where Debian's archive cannot be reached (a proxy
-# that refuses, an empty cache): it must exit 0 and say so in one line, so
+# tools/build_glslang.sh where Debian's archive cannot be reached (an archive
+# address where nothing listens, an empty cache): it must exit 0 and say so in one line, so
 # that the set-up goes on and the build leaves the cooperative-matrix-2
 # kernels out. (Where the system's glslang already writes them it has nothing
 # to fetch and says nothing.)
@@ -12,7 +12,7 @@ if glslangValidator --quiet -V --target-env vulkan1.3 -o "$cache/probe.spv" "$ro
   echo "ok: the system's glslang writes the probe; nothing to fetch"
   exit 0
 fi
-KVSCOPE_TOOLCHAIN_CACHE="$cache/toolchain" http_proxy=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 \
+KVSCOPE_TOOLCHAIN_CACHE="$cache/toolchain" KVSCOPE_DEBIAN_ARCHIVE=http://127.0.0.1:9/debian \
   bash "$root/tools/build_glslang.sh" >"$cache/out" 2>"$cache/err"
 status=$?
 [ "$status" = 0 ] || { echo "FAIL: exit $status"; cat "$cache/err"; exit 1; }

@@ -46,7 +46,8 @@ start=$(date +%s)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
-echo "deb-src http://deb.debian.org/debian trixie main" > "$work/sources.list"
+# KVSCOPE_DEBIAN_ARCHIVE: another mirror of Debian's archive (tests point it nowhere).
+echo "deb-src ${KVSCOPE_DEBIAN_ARCHIVE:-http://deb.debian.org/debian} trixie main" > "$work/sources.list"
 apt_options=(-o Dir::Etc::SourceList="$work/sources.list" -o Dir::Etc::SourceParts=/dev/null
              -o Dir::State::Lists="$work/lists" -o Dir::Cache="$work/cache" -o Debug::NoLocking=1
              -o APT::Sandbox::User="$(id -un)")
