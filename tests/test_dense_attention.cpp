@@ -36,12 +36,9 @@ std::vector<float> random_values(std::mt19937& rng, size_t n, DType dtype, float
   return to_float(dtype, from_float(dtype, values));
 }
 
-// Outputs and log-sum-exps of `positions`' queries against the float64 reference.
-void expect_matches_reference(const AttentionShape& shape, double scale, const std::vector<float>& q,
-                              const std::vector<float>& k, const std::vector<float>& v,
-                              const std::vector<uint32_t>& positions, const std::vector<float>& output,
-                              const std::vector<float>& lse) {
-  reference::DenseResult expected = reference::dense_attention(shape, scale, q, k, v, positions);
+// Outputs and log-sum-exps of a kernel's rows against the float64 reference's.
+void expect_matches(const AttentionShape& shape, const reference::DenseResult& expected, const std::vector<float>& output,
+                    const std::vector<float>& lse) {
   for (size_t row = 0; row < expected.log_sum_exp.size(); ++row) {
     double difference = 0, norm = 0;
     for (size_t ch = 0; ch < shape.dim; ++ch) {
@@ -56,6 +53,14 @@ void expect_matches_reference(const AttentionShape& shape, double scale, const s
     EXPECT_NEAR(lse[row], expected.log_sum_exp[row], 1e-3 * std::max(1.0, std::fabs(expected.log_sum_exp[row])))
         << "row " << row;
   }
+}
+
+// Outputs and log-sum-exps of `positions`' queries against float64 dense causal attention.
+void expect_matches_reference(const AttentionShape& shape, double scale, const std::vector<float>& q,
+                              const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<uint32_t>& positions, const std::vector<float>& output,
+                              const std::vector<float>& lse) {
+  expect_matches(shape, reference::dense_attention(shape, scale, q, k, v, positions), output, lse);
 }
 
 class DenseAttentionTest : public test::GpuTest, public ::testing::WithParamInterface<DenseCase> {};
@@ -243,6 +248,15 @@ TEST_P(SparseChunkTest, MatchesFloat64Reference) {
   selection_buffer.upload_values<int32_t>(selection);
   const AttentionRequest request{&queries, c.queries, c.first, &selection_buffer, heads_per_list, c.list_length,
                                  c.first, c.queries};
+  // Query i of head h: its list's positions, then the chunk's own keys up to its own.
+  const reference::DenseResult expected =
+      reference::attention_over_keys(shape, scale, q, k, v, c.queries, [&](uint32_t h, size_t i) {
+        std::vector<uint32_t> keys;
+        for (uint32_t s = 0; s < c.list_length; ++s)
+          if (const int32_t key = selection[size_t(h / heads_per_list) * c.list_length + s]; key >= 0) keys.push_back(uint32_t(key));
+        for (uint32_t p = c.first; p <= c.first + i; ++p) keys.push_back(p);
+        return keys;
+      });
   const bool has_cm2 = device.cooperative_matrix2() && cooperative_matrix2_built();
   for (Attention::ChunkKernel choice : {Attention::ChunkKernel::device_default, Attention::ChunkKernel::cooperative_matrix2}) {
     if (choice == Attention::ChunkKernel::cooperative_matrix2 && !has_cm2) continue;
@@ -254,40 +268,7 @@ TEST_P(SparseChunkTest, MatchesFloat64Reference) {
     vk::Pass pass(device);
     attention.record(pass, layer, request, "sparse");
     pass.run();
-    const std::vector<float> output = attention.output(c.queries), lse = attention.log_sum_exp(c.queries);
-
-    for (uint32_t h = 0; h < shape.heads; ++h)
-      for (uint32_t i = 0; i < c.queries; ++i) {
-        const uint32_t g = h / shape.group(), position = c.first + i;
-        std::vector<uint32_t> keys;
-        for (uint32_t s = 0; s < c.list_length; ++s)
-          if (const int32_t key = selection[size_t(h / heads_per_list) * c.list_length + s]; key >= 0) keys.push_back(uint32_t(key));
-        for (uint32_t p = c.first; p <= position; ++p) keys.push_back(p);
-        std::vector<double> logits;
-        double largest = -INFINITY;
-        for (uint32_t key : keys) {
-          double dot = 0;
-          for (uint32_t ch = 0; ch < shape.dim; ++ch)
-            dot += double(q[(size_t(h) * c.queries + i) * shape.dim + ch]) * k[(size_t(g) * shape.tokens + key) * shape.dim + ch];
-          logits.push_back(dot * scale);
-          largest = std::max(largest, logits.back());
-        }
-        double sum = 0;
-        for (double& l : logits) sum += (l = std::exp(l - largest));
-        const size_t row = size_t(h) * c.queries + i;
-        double difference = 0, norm = 0;
-        for (uint32_t ch = 0; ch < shape.dim; ++ch) {
-          double want = 0;
-          for (size_t j = 0; j < keys.size(); ++j) want += logits[j] / sum * v[(size_t(g) * shape.tokens + keys[j]) * shape.dim + ch];
-          const float got = output[row * shape.dim + ch];
-          ASSERT_TRUE(std::isfinite(got)) << "head " << h << " query " << i << " channel " << ch << " was not written";
-          difference += (got - want) * (got - want);
-          norm += want * want;
-        }
-        EXPECT_LE(std::sqrt(difference / norm), 1e-3) << "head " << h << " query " << i;
-        const double want_lse = largest + std::log(sum);
-        EXPECT_NEAR(lse[row], want_lse, 1e-3 * std::max(1.0, std::fabs(want_lse))) << "head " << h << " query " << i;
-      }
+    expect_matches(shape, expected, attention.output(c.queries), attention.log_sum_exp(c.queries));
     if (HasFatalFailure()) return;
   }
 }

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -17,5 +18,11 @@ struct DenseResult {
 
 DenseResult dense_attention(const AttentionShape& shape, double scale, std::span<const float> q,
                             std::span<const float> k, std::span<const float> v, std::span<const uint32_t> positions);
+
+// The same over any keys (sparse attention): q [H, n, d]; query i of head h
+// attends to the positions keys(h, i) of KV head h / (H/G).
+DenseResult attention_over_keys(const AttentionShape& shape, double scale, std::span<const float> q, std::span<const float> k,
+                                std::span<const float> v, size_t n,
+                                const std::function<std::vector<uint32_t>(uint32_t head, size_t query)>& keys);
 
 }  // namespace kv::reference
