@@ -231,11 +231,8 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
       chunk_([&]() -> std::optional<vk::Kernel> {
         if (!chunk_tiling_) return std::nullopt;
         if (chunk_tiling_->cooperative_matrix2) {
-          uint32_t rows = 0, key_tile = 0, workgroup = 0, sum_by_reduction = 0;
-          if (const char* forced = std::getenv("KVSCOPE_CM2_ATTENTION"))
-            std::sscanf(forced, "%u,%u,%u,%u", &rows, &key_tile, &workgroup, &sum_by_reduction);
           const uint32_t specialization[] = {shape.dim, element_type(dtype), chunk_tiling_->rows, chunk_tiling_->workgroup,
-                                             chunk_tiling_->key_tile, sum_by_reduction};
+                                             chunk_tiling_->key_tile};
           if (keys == Keys::dense)
             return vk::Kernel(device, "attention_chunk_cm2", attention_chunk_cm2_spirv, {5, sizeof(AttentionPartialPush)},
                               specialization);

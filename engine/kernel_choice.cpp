@@ -19,11 +19,10 @@ MatrixKernels matrix_kernels(const vk::DeviceInfo& info, bool validation) {
   return MatrixKernels::cooperative_matrix_khr;
 }
 
+// A created device took the KHR (and cm2) extensions unless a validation
+// layer was asked for: its choice is the info's with that validation.
 MatrixKernels matrix_kernels(const vk::Device& device) {
-  if (!device.info().cooperative_matrix) return MatrixKernels::none;
-  if (device.cooperative_matrix2() && cooperative_matrix2_built() && cooperative_matrix2_chosen())
-    return MatrixKernels::cooperative_matrix2;
-  return device.khr_cooperative_matrix() ? MatrixKernels::cooperative_matrix_khr : MatrixKernels::cooperative_matrix;
+  return matrix_kernels(device.info(), !device.khr_cooperative_matrix());
 }
 
 std::string describe_matrix_kernels(const vk::DeviceInfo& info, bool validation) {

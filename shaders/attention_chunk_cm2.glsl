@@ -36,8 +36,6 @@ layout(constant_id = 1) const uint ELEMENT_TYPE = ELEMENT_F16;  // fp16 only (lo
 layout(constant_id = 2) const uint ROWS = 128;      // (head, query) rows a workgroup
 layout(local_size_x_id = 3) in;                     // a size the driver lists for these matrices
 layout(constant_id = 4) const uint KEY_TILE = 64;
-// Row sums of P: 1 = a row reduction, 0 = P times a matrix of ones (tensor cores).
-layout(constant_id = 5) const uint SUM_BY_REDUCTION = 0;
 
 #include "common.glsl"
 #include "load.glsl"
@@ -56,7 +54,6 @@ shared uvec4 staged_values[KEY_TILE * PIECES];
 
 #define CLAMPED gl_CooperativeMatrixClampModeConstantNV
 #define SCORES coopmat<float, gl_ScopeWorkgroup, ROWS, KEY_TILE, gl_MatrixUseAccumulator>
-#define HALF_SCORES coopmat<float16_t, gl_ScopeWorkgroup, ROWS, KEY_TILE, gl_MatrixUseAccumulator>
 #define OUTPUTS coopmat<float, gl_ScopeWorkgroup, ROWS, HEAD_DIM, gl_MatrixUseAccumulator>
 
 uint list_index() { return gl_WorkGroupID.z / pc.head_blocks; }
@@ -86,7 +83,6 @@ float masked_score(const in uint r, const in uint c, const in float s, const in 
 }
 float scaled_score(const in uint r, const in uint c, const in float s) { return s * pc.scale_log2; }
 float largest(const in float a, const in float b) { return max(a, b); }
-float added(const in float a, const in float b) { return a + b; }
 float pick_first(const in float a, const in float b) { return a; }
 float larger_element(const in uint r, const in uint c, const in float a, const in float b) { return max(a, b); }
 // P = 2^(s - m), 0 for a hidden key (also where m is still LOWEST_FLOAT).
@@ -134,13 +130,8 @@ float store_sum(const in uint r, const in uint c, const in float l, const in uin
     coopMatPerElementNV(rescale, old_max - row_max, exp2_element);                                                 \
     const coopmat<float16_t, gl_ScopeWorkgroup, ROWS, KEY_TILE, gl_MatrixUseA> p_half =                            \
         coopmat<float16_t, gl_ScopeWorkgroup, ROWS, KEY_TILE, gl_MatrixUseA>(p);                                   \
-    /* The sum counts P as P V multiplies it (fp16). */                                                            \
-    if (SUM_BY_REDUCTION != 0u) {                                                                                  \
-      SCORES tile_sum;                                                                                             \
-      coopMatReduceNV(tile_sum, SCORES(HALF_SCORES(p)), gl_CooperativeMatrixReduceRowNV, added);                  \
-      row_sum = rescale * row_sum + tile_sum;                                                                      \
-    } else                                                                                                         \
-      row_sum = rescale * row_sum + coopMatMulAdd(p_half, ones, SCORES(0.0));                                      \
+    /* The sum counts P as P V multiplies it (fp16): P times a matrix of ones. */                                  \
+    row_sum = rescale * row_sum + coopMatMulAdd(p_half, ones, SCORES(0.0));                                        \
     OUTPUTS rescale_wide;                                                                                          \
     coopMatReduceNV(rescale_wide, rescale, gl_CooperativeMatrixReduceRowNV, pick_first);                           \
     o = coopMatMulAdd(p_half, v, o * rescale_wide);                                                                \

@@ -39,7 +39,6 @@ layout(constant_id = 3) const uint TOKENS = 128;
 layout(constant_id = 4) const uint ROWS = 128;
 layout(constant_id = 5) const uint STEP = 32;
 layout(constant_id = 6) const uint UNROLL = 4;  // steps a round of the inner tiles' loop
-layout(constant_id = 7) const uint PREFETCH = 0;  // 1: the inner tiles load a step's operands a step ahead
 
 layout(std430, binding = 0) readonly buffer Weights { float16_t weights[]; };       // [n_out, n_in]
 layout(std430, binding = 0) readonly buffer WeightsBf16 { uint16_t weights_bf16[]; };
@@ -88,6 +87,25 @@ void main() {
   if (pc.accumulate != 0u && pc.k_splits == 1u)  // the residual: the sums start from it
     coopMatLoadTensorNV(acc, y, 0, sliceTensorLayoutNV(outputs, token0, TOKENS, row0, ROWS));
 
+  // One step of STEP channels from k0: its inputs and weights loaded through
+  // the layouts given, then multiplied into acc.
+#define STEP_PRODUCT(INPUTS, WEIGHTS, K0)                                                                           \
+  {                                                                                                                 \
+    coopmat<float16_t, gl_ScopeWorkgroup, TOKENS, STEP, gl_MatrixUseA> a;                                           \
+    coopmat<float16_t, gl_ScopeWorkgroup, STEP, ROWS, gl_MatrixUseB> b;                                             \
+    const uint input_offset = d == 0u ? 0u : ((K0) / d) * pc.n_tokens * d;                                          \
+    const uint input_k = d == 0u ? (K0) : (K0) % d;                                                                 \
+    if (INPUT_TYPE == ELEMENT_F16)                                                                                  \
+      coopMatLoadTensorNV(a, x_half, input_offset, sliceTensorLayoutNV(INPUTS, token0, TOKENS, input_k, STEP));      \
+    else                                                                                                            \
+      coopMatLoadTensorNV(a, x, input_offset, sliceTensorLayoutNV(INPUTS, token0, TOKENS, input_k, STEP), fp32_as_fp16); \
+    if (ELEMENT_TYPE == ELEMENT_BF16)                                                                               \
+      coopMatLoadTensorNV(b, weights_bf16, 0, sliceTensorLayoutNV(WEIGHTS, row0, ROWS, K0, STEP), transposed, bf16_as_fp16); \
+    else                                                                                                            \
+      coopMatLoadTensorNV(b, weights, 0, sliceTensorLayoutNV(WEIGHTS, row0, ROWS, K0, STEP), transposed);           \
+    acc = coopMatMulAdd(a, b, acc);                                                                                 \
+  }
+
   // A tile inside the layer on every side takes unclamped layouts (no bounds
   // checks, 16-byte aligned rows), UNROLL steps a round so that the driver
   // can issue a round's loads ahead of its products; the edges go step by step.
@@ -100,55 +118,10 @@ void main() {
     tensorLayoutNV<2> fast_weights = createTensorLayoutNV(2);
     fast_weights = setTensorLayoutDimensionNV(fast_weights, pc.n_out, k_end);
     fast_weights = setTensorLayoutStrideNV(fast_weights, pc.n_in & ~7u, 1);
-#define FAST_LOAD(A, B, K0)                                                                                        \
-  {                                                                                                                \
-    const uint input_offset = d == 0u ? 0u : ((K0) / d) * pc.n_tokens * d;                                         \
-    const uint input_k = d == 0u ? (K0) : (K0) % d;                                                                \
-    if (INPUT_TYPE == ELEMENT_F16)                                                                                 \
-      coopMatLoadTensorNV(A, x_half, input_offset, sliceTensorLayoutNV(fast_inputs, token0, TOKENS, input_k, STEP)); \
-    else                                                                                                           \
-      coopMatLoadTensorNV(A, x, input_offset, sliceTensorLayoutNV(fast_inputs, token0, TOKENS, input_k, STEP), fp32_as_fp16); \
-    if (ELEMENT_TYPE == ELEMENT_BF16)                                                                              \
-      coopMatLoadTensorNV(B, weights_bf16, 0, sliceTensorLayoutNV(fast_weights, row0, ROWS, K0, STEP), transposed, bf16_as_fp16); \
-    else                                                                                                           \
-      coopMatLoadTensorNV(B, weights, 0, sliceTensorLayoutNV(fast_weights, row0, ROWS, K0, STEP), transposed);     \
-  }
-    if (PREFETCH != 0u) {
-      coopmat<float16_t, gl_ScopeWorkgroup, TOKENS, STEP, gl_MatrixUseA> a_next;
-      coopmat<float16_t, gl_ScopeWorkgroup, STEP, ROWS, gl_MatrixUseB> b_next;
-      FAST_LOAD(a_next, b_next, k_begin)
-      for (uint k0 = k_begin; k0 < k_end; k0 += STEP) {
-        const coopmat<float16_t, gl_ScopeWorkgroup, TOKENS, STEP, gl_MatrixUseA> a = a_next;
-        const coopmat<float16_t, gl_ScopeWorkgroup, STEP, ROWS, gl_MatrixUseB> b = b_next;
-        if (k0 + STEP < k_end) FAST_LOAD(a_next, b_next, k0 + STEP)
-        acc = coopMatMulAdd(a, b, acc);
-      }
-    } else {
-      for (uint k_round = k_begin; k_round < k_end; k_round += UNROLL * STEP) {
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-          coopmat<float16_t, gl_ScopeWorkgroup, TOKENS, STEP, gl_MatrixUseA> a;
-          coopmat<float16_t, gl_ScopeWorkgroup, STEP, ROWS, gl_MatrixUseB> b;
-          FAST_LOAD(a, b, k_round + u * STEP)
-          acc = coopMatMulAdd(a, b, acc);
-        }
-      }
-    }
+    for (uint k_round = k_begin; k_round < k_end; k_round += UNROLL * STEP)
+      [[unroll]] for (uint u = 0u; u < UNROLL; ++u) STEP_PRODUCT(fast_inputs, fast_weights, k_round + u * STEP)
   } else {
-    for (uint k0 = k_begin; k0 < k_end; k0 += STEP) {
-      coopmat<float16_t, gl_ScopeWorkgroup, TOKENS, STEP, gl_MatrixUseA> a;
-      coopmat<float16_t, gl_ScopeWorkgroup, STEP, ROWS, gl_MatrixUseB> b;
-      const uint input_offset = d == 0u ? 0u : (k0 / d) * pc.n_tokens * d;
-      const uint input_k = d == 0u ? k0 : k0 % d;
-      if (INPUT_TYPE == ELEMENT_F16)
-        coopMatLoadTensorNV(a, x_half, input_offset, sliceTensorLayoutNV(inputs, token0, TOKENS, input_k, STEP));
-      else
-        coopMatLoadTensorNV(a, x, input_offset, sliceTensorLayoutNV(inputs, token0, TOKENS, input_k, STEP), fp32_as_fp16);
-      if (ELEMENT_TYPE == ELEMENT_BF16)
-        coopMatLoadTensorNV(b, weights_bf16, 0, sliceTensorLayoutNV(weight_rows, row0, ROWS, k0, STEP), transposed, bf16_as_fp16);
-      else
-        coopMatLoadTensorNV(b, weights, 0, sliceTensorLayoutNV(weight_rows, row0, ROWS, k0, STEP), transposed);
-      acc = coopMatMulAdd(a, b, acc);
-    }
+    for (uint k0 = k_begin; k0 < k_end; k0 += STEP) STEP_PRODUCT(inputs, weight_rows, k0)
   }
 
   if (pc.k_splits > 1u) {

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "model/config.h"
+#include "model/split_patterns.h"
 
 namespace kv::model {
 namespace {
@@ -354,13 +355,7 @@ std::string gguf_tokenizer_json(const GgufFile& file, const std::string& source)
                                 ? m["tokenizer.ggml.pre"].get<std::string>()
                                 : "";
     // The splits of llama.cpp's pre-tokenizer names, as tokenizer.json writes them.
-    static const std::map<std::string, std::string> kSplits = {
-        {"llama-bpe",
-         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
-         "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-        {"qwen2",
-         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
-         "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}};
+    static const std::map<std::string, std::string> kSplits = {{"llama-bpe", kLlama3Split}, {"qwen2", kQwen2Split}};
     nlohmann::json pre_tokenizer;
     const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}};
     if (pre == "gpt-2") {

@@ -32,8 +32,9 @@ constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
 // A layer of fewer tensor-core tiles than this slices its input channels
 // (k_splits) until it has about as many workgroups: a 128-token chunk's
 // 4096-row projection is 32 tiles, a quarter of an H200's 132
-// multiprocessors. The partial sums' room follows: slices x tiles stay
-// under twice this many tiles.
+// multiprocessors. The partial sums' room follows: slices x 128 x 128
+// tiles stay under twice this many tiles (smaller tiles are bounded by the
+// room itself).
 constexpr uint32_t kWorkgroupsToFill = 256, kMinSliceSteps = 2;
 // Workgroups a dimension every Vulkan device takes (maxComputeWorkGroupCount's floor).
 constexpr uint32_t kMaxGroups = 65535;
@@ -99,27 +100,26 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
 // steps a round, 128 invocations; 64 tokens for chunks of 128 or fewer (the
 // tiles the sweep ran; smaller ones were not).
 ModelKernels::Cm2Tile ModelKernels::cm2_tile(uint32_t n_tokens) const {
-  // KVSCOPE_CM2_TILE=tokens,rows,step,invocations[,unroll,prefetch]: a tile to try (tools/dev/README.md).
+  // KVSCOPE_CM2_TILE=tokens,rows,step,invocations[,unroll]: a tile to try (tools/dev/README.md).
   if (const char* forced = std::getenv("KVSCOPE_CM2_TILE")) {
     Cm2Tile t{};
     t.unroll = 4;
-    if (std::sscanf(forced, "%u,%u,%u,%u,%u,%u", &t.tokens, &t.rows, &t.step, &t.invocations, &t.unroll, &t.prefetch) >= 4)
-      return t;
+    if (std::sscanf(forced, "%u,%u,%u,%u,%u", &t.tokens, &t.rows, &t.step, &t.invocations, &t.unroll) >= 4) return t;
   }
   const std::vector<uint32_t>& sizes = device_.info().cooperative_matrix2_workgroups;
   const uint32_t invocations = std::find(sizes.begin(), sizes.end(), 128u) != sizes.end() ? 128u : sizes.front();
-  return {n_tokens > 128 ? 128u : 64u, 128, 32, invocations, 4, 0};
+  return {n_tokens > 128 ? 128u : 64u, 128, 32, invocations, 4};
 }
 
 const vk::Kernel& ModelKernels::cm2_kernel(const Cm2Tile& t, bool half_input) const {
-  const auto key = std::make_tuple(t.tokens, t.rows, t.step, t.invocations, t.unroll * 2 + t.prefetch, half_input);
+  const auto key = std::make_tuple(t.tokens, t.rows, t.step, t.invocations, t.unroll, half_input);
   auto found = matmul_cm2_.find(key);
   if (found == matmul_cm2_.end())
     found = matmul_cm2_
                 .emplace(key, vk::Kernel(device_, "model_matmul_cm2", model_matmul_cm2_spirv,
                                          vk::KernelLayout{5, sizeof(layouts::ModelMatmulPush)},
                                          std::vector<uint32_t>{element_type(storage_), element_type(half_input ? DType::f16 : DType::f32),
-                                                               t.invocations, t.tokens, t.rows, t.step, t.unroll, t.prefetch}))
+                                                               t.invocations, t.tokens, t.rows, t.step, t.unroll}))
                 .first;
   return found->second;
 }
@@ -147,30 +147,30 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
   const vk::Buffer* b = bias ? bias : &no_bias_;
   push.k_splits = 1;
   push.split_channels = push.n_in;
-  if (push.n_tokens > 1 && linear_kernels_ == MatrixKernels::cooperative_matrix2) {
-    if (push.input_head_dim % kCm2HeadStep || push.n_in % 8)
-      throw std::logic_error("model_matmul_cm2 takes rows of 16-byte pieces and heads of whole steps");
-    const Cm2Tile tile = cm2_tile(push.n_tokens);
-    const uint32_t tiles = ceil_div(push.n_out, tile.rows) * ceil_div(push.n_tokens, tile.tokens);
-    // Slices of whole unrolled rounds, until the tiles about fill the device,
-    // within the partial sums' room.
-    const uint32_t round = tile.step * tile.unroll, rounds = ceil_div(push.n_in, round);
+  if (push.n_tokens > 1 && linear_kernels_ != MatrixKernels::none) {
+    // A tensor-core kernel and its tile: tokens x rows a workgroup, and the
+    // channels a slice of the input is made of whole units of.
+    const vk::Kernel* kernel;
+    uint32_t tile_tokens, tile_rows, unit;
+    if (linear_kernels_ == MatrixKernels::cooperative_matrix2) {
+      if (push.input_head_dim % kCm2HeadStep || push.n_in % 8)
+        throw std::logic_error("model_matmul_cm2 takes rows of 16-byte pieces and heads of whole steps");
+      const Cm2Tile tile = cm2_tile(push.n_tokens);
+      kernel = &cm2_kernel(tile, half_input);
+      tile_tokens = tile.tokens, tile_rows = tile.rows, unit = tile.step * tile.unroll;  // whole unrolled rounds
+    } else {
+      kernel = half_input ? &*matmul_matrix_half_ : &*matmul_matrix_;
+      tile_tokens = kMatrixTokens, tile_rows = kMatrixRows, unit = kMatrixStep;
+    }
+    // Slices until the tiles about fill the device, within the partial sums' room.
+    const uint32_t tiles = ceil_div(push.n_out, tile_rows) * ceil_div(push.n_tokens, tile_tokens);
+    const uint32_t units = ceil_div(push.n_in, unit);
     const uint32_t room = uint32_t(kPartialFloats / (size_t(push.n_tokens) * push.n_out));
-    push.k_splits = std::max(1u, std::min({ceil_div(kWorkgroupsToFill, tiles), rounds / kMinSliceSteps, room}));
-    push.split_channels = ceil_div(rounds, push.k_splits) * round;
-    push.k_splits = ceil_div(push.n_in, push.split_channels);
-    pass.dispatch(cm2_kernel(tile, half_input), {&weights, &x, &y, b, &partials_}, push, ceil_div(push.n_tokens, tile.tokens),
-                  ceil_div(push.n_out, tile.rows), push.k_splits, stage);
-    if (push.k_splits > 1)
-      pass.dispatch(*matmul_splits_, {&partials_, &y, b}, push, ceil_div(push.n_tokens * push.n_out, 256), 1, 1, stage);
-  } else if (push.n_tokens > 1 && matmul_matrix_) {
-    const uint32_t tiles = ceil_div(push.n_out, kMatrixRows) * ceil_div(push.n_tokens, kMatrixTokens);
-    const uint32_t steps = ceil_div(push.n_in, kMatrixStep);
-    push.k_splits = std::max(1u, std::min(ceil_div(kWorkgroupsToFill, tiles), steps / kMinSliceSteps));
-    push.split_channels = ceil_div(steps, push.k_splits) * kMatrixStep;
+    push.k_splits = std::max(1u, std::min({ceil_div(kWorkgroupsToFill, tiles), units / kMinSliceSteps, room}));
+    push.split_channels = ceil_div(units, push.k_splits) * unit;
     push.k_splits = ceil_div(push.n_in, push.split_channels);  // no empty slice
-    pass.dispatch(half_input ? *matmul_matrix_half_ : *matmul_matrix_, {&weights, &x, &y, b, &partials_}, push,
-                  ceil_div(push.n_tokens, kMatrixTokens), ceil_div(push.n_out, kMatrixRows), push.k_splits, stage);
+    pass.dispatch(*kernel, {&weights, &x, &y, b, &partials_}, push, ceil_div(push.n_tokens, tile_tokens),
+                  ceil_div(push.n_out, tile_rows), push.k_splits, stage);
     if (push.k_splits > 1)
       pass.dispatch(*matmul_splits_, {&partials_, &y, b}, push, ceil_div(push.n_tokens * push.n_out, 256), 1, 1, stage);
   } else if (push.n_tokens == 1) {

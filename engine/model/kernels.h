@@ -82,7 +82,7 @@ class ModelKernels {
   // model_matmul_cm2's tile: tokens x rows a workgroup, channels a step,
   // invocations, steps a round of its inner loop.
   struct Cm2Tile {
-    uint32_t tokens, rows, step, invocations, unroll, prefetch;
+    uint32_t tokens, rows, step, invocations, unroll;
   };
   const vk::Kernel& cm2_kernel(const Cm2Tile& tile, bool half_input) const;
   Cm2Tile cm2_tile(uint32_t n_tokens) const;

@@ -19,6 +19,7 @@
 
 #include "error.h"
 #include "model/files.h"
+#include "model/split_patterns.h"
 
 namespace kv::model {
 namespace {
@@ -364,16 +365,21 @@ class HfTokenizer final : public Tokenizer {
     std::string a, b;  // prepend: a; replace: a -> b
   };
 
+  // A component's steps (normalizer, pre-tokenizer, decoder): the items of a
+  // Sequence (under `items`), else the component itself; none where it is null.
+  static std::vector<nlohmann::json> steps_of(const nlohmann::json& component, const char* items) {
+    if (component.is_null()) return {};
+    if (step_type(component) == "Sequence" && component.contains(items) && component[items].is_array())
+      return component[items].get<std::vector<nlohmann::json>>();
+    return {component};
+  }
+  // A step's type, "" where it is not an object.
+  static std::string step_type(const nlohmann::json& step) { return step.is_object() ? step.value("type", "") : ""; }
+
   template <typename Fail>
   void read_normalizer(const nlohmann::json& n, Fail fail) {
-    if (n.is_null()) return;
-    std::vector<nlohmann::json> steps;
-    if (n.is_object() && n.value("type", "") == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array())
-      for (const nlohmann::json& s : n["normalizers"]) steps.push_back(s);
-    else
-      steps.push_back(n);
-    for (const nlohmann::json& s : steps) {
-      const std::string type = s.is_object() ? s.value("type", "") : "";
+    for (const nlohmann::json& s : steps_of(n, "normalizers")) {
+      const std::string type = step_type(s);
       if (type == "NFC") {
         normalizers_.push_back({Normalizer::nfc, "", ""});
       } else if (type == "NFKC") {
@@ -394,21 +400,11 @@ class HfTokenizer final : public Tokenizer {
   void read_pre_tokenizer(const nlohmann::json& p, Fail fail) {
     // The splits, as tokenizer.json spells them.
     static const std::map<std::string, SplitPattern> kPatterns = {
-        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-         SplitPattern::llama3},
-        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-         SplitPattern::qwen2},
-        {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", SplitPattern::gpt2}};
+        {kLlama3Split, SplitPattern::llama3}, {kQwen2Split, SplitPattern::qwen2}, {kGpt2Split, SplitPattern::gpt2}};
     if (p.is_null()) return;  // SentencePiece-style: the normalizers did the work
-    std::vector<nlohmann::json> steps;
-    if (p.is_object() && p.value("type", "") == "Sequence" && p.contains("pretokenizers") && p["pretokenizers"].is_array())
-      for (const nlohmann::json& s : p["pretokenizers"]) steps.push_back(s);
-    else if (p.is_object())
-      steps.push_back(p);
-    else
-      fail("pre_tokenizer", "not an object");
-    for (const nlohmann::json& s : steps) {
-      const std::string type = s.value("type", "");
+    if (!p.is_object()) fail("pre_tokenizer", "not an object");
+    for (const nlohmann::json& s : steps_of(p, "pretokenizers")) {
+      const std::string type = step_type(s);
       if (type == "Digits") {
         if (!s.value("individual_digits", false)) fail("pre_tokenizer", "Digits without individual_digits is not supported");
         digits_ = true;
@@ -439,18 +435,14 @@ class HfTokenizer final : public Tokenizer {
   template <typename Fail>
   void read_decoder(const nlohmann::json& d, Fail fail) {
     if (byte_level_) {
-      if (!d.is_null() && d.value("type", "") != "ByteLevel")
-        fail("decoder", "'" + d.value("type", std::string("?")) + "' is not supported after a ByteLevel pre-tokenizer (ByteLevel)");
+      if (!d.is_null() && step_type(d) != "ByteLevel")
+        fail("decoder", "'" + (step_type(d).empty() ? std::string("?") : step_type(d)) +
+                            "' is not supported after a ByteLevel pre-tokenizer (ByteLevel)");
       return;
     }
-    std::vector<nlohmann::json> steps;
-    if (d.is_object() && d.value("type", "") == "Sequence" && d.contains("decoders") && d["decoders"].is_array())
-      for (const nlohmann::json& s : d["decoders"]) steps.push_back(s);
-    else if (d.is_object())
-      steps.push_back(d);
     bool fused = false;
-    for (const nlohmann::json& s : steps) {
-      const std::string type = s.value("type", "");
+    for (const nlohmann::json& s : steps_of(d, "decoders")) {
+      const std::string type = step_type(s);
       if (type == "Replace" && s.contains("pattern") && s["pattern"].is_object() && s["pattern"].contains("String") &&
           s["pattern"]["String"].is_string() && s.contains("content") && s["content"].is_string() && !decode_byte_fallback_)
         decode_replacements_.push_back({s["pattern"]["String"].get<std::string>(), s["content"].get<std::string>()});
@@ -651,9 +643,7 @@ class Llama2cTokenizer final : public Tokenizer {
   std::string decode(int32_t previous, int32_t token) const override {
     std::string text = piece(token);
     if (previous == 1 && !text.empty() && text[0] == ' ') text.erase(0, 1);
-    unsigned byte = 0;
-    char tail = 0;
-    if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%02X%c", &byte, &tail) == 2 && tail == '>') text = std::string(1, char(byte));
+    if (const int byte = fallback_byte(text); byte >= 0) text = std::string(1, char(byte));
     if (text.size() == 1 && !std::isprint(uint8_t(text[0])) && !std::isspace(uint8_t(text[0]))) return "";
     return text;
   }

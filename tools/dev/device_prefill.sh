@@ -11,8 +11,8 @@
 #   hf         transformers' one SDPA pass over the same 32k prompt
 #   speed128k  QuoKA's and dense first token at 128k
 # PARTS chooses (default all but speed128k); PEERS=0 leaves PyTorch out;
-# TILES="t,r,s,i[,unroll,prefetch] ..." times model_matmul_cm2 tiles
-# (KVSCOPE_CM2_TILE) and ATTENTION_TILES="rows,keys,invocations[,sum_by_reduction] ..."
+# TILES="t,r,s,i[,unroll] ..." times model_matmul_cm2 tiles
+# (KVSCOPE_CM2_TILE) and ATTENTION_TILES="rows,keys,invocations ..."
 # attention_chunk_cm2's (KVSCOPE_CM2_ATTENTION). Output into $OUT.
 set -u
 . tools/dev/device_env.sh
@@ -79,7 +79,7 @@ speed() {  # length, chunk
 if has speed; then
   for chunk in 128 2048; do speed 32768 $chunk; done
 fi
-has hf && python3 tools/peers/bench_hf.py --config $SHAPE --lengths 32768 --new-tokens 1 --repeats 2 --modes eager | tee $O/hf.jsonl
+has hf && python3 tools/peers/bench_hf.py --config $SHAPE --lengths 32768 --new-tokens 2 --repeats 2 --modes eager | tee $O/hf.jsonl
 if has speed128k; then
   for chunk in 128 2048; do speed 131072 $chunk; done
 fi
