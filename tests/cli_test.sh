@@ -22,7 +22,7 @@ expect() {  # expect CODE DESCRIPTION -- COMMAND...
 }
 
 expect 0 "top-level help" -- "$kvscope" --help
-for c in devices info synth dense select eval bench inspect generate capture needle ppl speed; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
+for c in devices info synth dense select eval bench inspect generate capture needle ppl speed merge; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done
 expect 2 "no command" -- "$kvscope"
 expect 2 "unknown command" -- "$kvscope" frobnicate
 expect 2 "unknown option" -- "$kvscope" synth --out "$work/x.safetensors" --bogus 1

@@ -4,7 +4,8 @@
 #                                the quick start runs
 #   bash tools/setup.sh --tests  everything ctest runs too: the test suite, its
 #                                sanitized copy and the fuzzers (clang), with the
-#                                validation layers and Xvfb they need
+#                                validation layers and Xvfb they need, and Slurm
+#                                and munge for the array-job test
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,8 @@ esac
 packages=(cmake g++ make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers nlohmann-json3-dev libicu-dev
           libimgui-dev libglfw3-dev libstb-dev python3-dev pybind11-dev python3-numpy python3-matplotlib)
 [ $tests = ON ] && packages+=(clang libclang-rt-14-dev vulkan-validationlayers libgtest-dev xvfb xauth
-                              fonts-dejavu-core python3 python3-pytest dpkg-dev file)
+                              fonts-dejavu-core python3 python3-pytest dpkg-dev file
+                              slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -109,87 +109,121 @@ NeedleTask parse_needle_task(const std::string& text) {
 
 namespace {
 
-// The cells of a run in the order they first get a sample: dense first, then
-// each method and budget.
+// A (length, depth) of the sweep: its cells are consecutive, dense first
+// (if swept), then each method and budget.
+struct NeedleGroup {
+  uint32_t length = 0;
+  double depth = 0;
+  size_t first_cell = 0;
+};
+
+std::vector<NeedleGroup> needle_groups(const NeedleConfig& c) {
+  const size_t per_group = (c.sweep.has_dense() ? 1 : 0) + c.sweep.selection_methods().size() * c.sweep.budgets.size();
+  std::vector<NeedleGroup> groups;
+  for (uint32_t length : c.prompts.lengths)
+    for (double depth : c.prompts.depths) groups.push_back({length, depth, groups.size() * per_group});
+  return groups;
+}
+
+// The cells of a run, each filled sample by sample and handed on once its
+// last sample is in.
 class NeedleCells {
  public:
-  NeedleCells(size_t runs, const NeedleProgress& progress) : runs_(runs), progress_(progress) {}
+  NeedleCells(uint32_t samples, size_t runs, const NeedleProgress& progress, const sweep::CellHooks<NeedleResult>& hooks)
+      : samples_(samples), runs_(runs), progress_(progress), hooks_(hooks) {}
 
-  // Scores what the model said for one sample of (length, depth, method, budget) under `plan`.
-  void add(uint32_t length, double depth, const std::string& method, uint32_t budget, const SelectionPlan& plan,
-           const Prompt& prompt, const std::string& said) {
-    const auto key = std::make_tuple(length, depth, method, budget);
-    auto it = index_.find(key);
-    if (it == index_.end()) {
-      it = index_.emplace(key, results_.size()).first;
-      results_.push_back({length, depth, method, budget, plan});
-    }
-    NeedleResult& r = results_[it->second];
+  // Scores what the model said for one sample of `cell` (length, depth, method, budget) under `plan`.
+  void add(size_t cell, uint32_t length, double depth, const std::string& method, uint32_t budget,
+           const SelectionPlan& plan, const Prompt& prompt, const std::string& said) {
+    auto it = cells_.find(cell);
+    if (it == cells_.end()) it = cells_.emplace(cell, NeedleResult{length, depth, method, budget, plan}).first;
+    NeedleResult& r = it->second;
     r.samples += 1;
     r.correct += said.compare(0, prompt.answer.size(), prompt.answer) == 0 ? 1 : 0;
     r.answers.push_back(said);
+    if (r.samples == samples_ && hooks_.done) hooks_.done(cell, r);
     if (progress_) progress_(++done_, runs_);
   }
-  std::vector<NeedleResult> take() { return std::move(results_); }
+  std::vector<NeedleResult> take() {
+    std::vector<NeedleResult> all;
+    for (auto& [cell, r] : cells_) all.push_back(std::move(r));
+    return all;
+  }
 
  private:
-  std::vector<NeedleResult> results_;
-  std::map<std::tuple<uint32_t, double, std::string, uint32_t>, size_t> index_;
+  uint32_t samples_;
+  std::map<size_t, NeedleResult> cells_;  // by cell: the sweep's order
   size_t runs_, done_ = 0;
   const NeedleProgress& progress_;
+  const sweep::CellHooks<NeedleResult>& hooks_;
 };
 
-// Every run of one prompt: dense and each method and budget of the sweep.
-void run_prompt(Model& model, const Tokenizer& tokenizer, const MethodSweep& sweep, uint32_t length, double depth,
-                const Prompt& prompt, NeedleCells& cells) {
+// Every run of one prompt of `group` that `hooks` wants: dense and each method and budget.
+void run_prompt(Model& model, const Tokenizer& tokenizer, const MethodSweep& sweep, const NeedleGroup& group,
+                const Prompt& prompt, const sweep::CellHooks<NeedleResult>& hooks, NeedleCells& cells) {
   const ModelConfig& config = model.config();
   const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(unwrapped_tokenizer(tokenizer).encode(prompt.answer).size());
-  if (prompt_length + steps > length)
-    throw InputError("the answer does not fit in " + std::to_string(length) + " tokens", "lengths");
+  if (prompt_length + steps > group.length)
+    throw InputError("the answer does not fit in " + std::to_string(group.length) + " tokens", "lengths");
   const std::vector<std::string> methods = sweep.selection_methods();
   auto answer = [&](int32_t first) { return generate_answer(model, tokenizer, config, prompt.tokens.back(), first, steps); };
+  const size_t dense_cell = group.first_cell, first_method_cell = group.first_cell + (sweep.has_dense() ? 1 : 0);
+  const bool dense_wanted = sweep.has_dense() && hooks.want(dense_cell);
+  // Each method and budget with its cell, in the sweep's order.
+  std::vector<std::tuple<size_t, std::string, uint32_t>> runs;
+  for (size_t m = 0; m < methods.size(); ++m)
+    for (size_t b = 0; b < sweep.budgets.size(); ++b) {
+      const size_t cell = first_method_cell + m * sweep.budgets.size() + b;
+      if (hooks.want(cell)) runs.emplace_back(cell, methods[m], sweep.budgets[b]);
+    }
 
   // A dense prefill serves dense and, in the decode regime, every method:
   // each rewinds to the prompt's end and decodes from the same first token.
-  const bool decode_regime = sweep.regime == Regime::decode && !methods.empty();
-  if (sweep.has_dense() || decode_regime) {
+  const bool decode_regime = sweep.regime == Regime::decode && !runs.empty();
+  if (dense_wanted || decode_regime) {
     model.select({});
     model.rewind(0);
     model.prefill(prompt.tokens);
     const int32_t first = model.greedy();
-    if (sweep.has_dense()) cells.add(length, depth, "dense", 0, {}, prompt, answer(first));
+    if (dense_wanted) cells.add(dense_cell, group.length, group.depth, "dense", 0, {}, prompt, answer(first));
     if (decode_regime)
-      for (const std::string& m : methods)
-        for (uint32_t budget : sweep.budgets) {
-          const SelectionPlan plan = plan_for(sweep, m, budget);
-          model.rewind(prompt_length);
-          model.select(plan);
-          cells.add(length, depth, m, budget, plan, prompt, answer(first));
-        }
+      for (const auto& [cell, m, budget] : runs) {
+        const SelectionPlan plan = plan_for(sweep, m, budget);
+        model.rewind(prompt_length);
+        model.select(plan);
+        cells.add(cell, group.length, group.depth, m, budget, plan, prompt, answer(first));
+      }
   }
   if (sweep.regime == Regime::decode) return;
-  for (const std::string& m : methods)
-    for (uint32_t budget : sweep.budgets) {
-      const SelectionPlan plan = plan_for(sweep, m, budget);
-      model.select(plan);
-      model.rewind(0);
-      model.prefill(prompt.tokens);
-      cells.add(length, depth, m, budget, plan, prompt, answer(model.greedy()));
-    }
+  for (const auto& [cell, m, budget] : runs) {
+    const SelectionPlan plan = plan_for(sweep, m, budget);
+    model.select(plan);
+    model.rewind(0);
+    model.prefill(prompt.tokens);
+    cells.add(cell, group.length, group.depth, m, budget, plan, prompt, answer(model.greedy()));
+  }
 }
 
 }  // namespace
 
+nlohmann::json needle_settings_json(const NeedleConfig& c) {
+  return {{"task", needle_task_name(c.prompts.task)}, {"seed", c.prompts.seed}, {"samples", c.prompts.samples}, {"chunk", c.chunk},
+          {"regime", regime_name(c.sweep.regime)}, {"prefill_budget", c.sweep.prefill_budget},
+          {"options", method_options_json(c.sweep.methods, c.sweep.options)}, {"dense_layers", c.sweep.dense_layers}};
+}
+
+nlohmann::json needle_result_json(const NeedleConfig& c, const NeedleResult& r) {
+  return {{"task", needle_task_name(c.prompts.task)}, {"length", r.length}, {"depth", r.depth}, {"method", r.method},
+          {"budget", r.budget}, {"regime", plan_regime_name(r.plan)}, {"plan", plan_json(r.plan)},
+          {"accuracy", r.accuracy()}, {"correct", r.correct}, {"samples", r.samples}, {"answers", r.answers}};
+}
+
 nlohmann::json needle_json(const NeedleConfig& c, const std::vector<NeedleResult>& results) {
   nlohmann::json all = nlohmann::json::array();
-  for (const NeedleResult& r : results)
-    all.push_back({{"task", needle_task_name(c.prompts.task)}, {"length", r.length}, {"depth", r.depth}, {"method", r.method},
-                   {"budget", r.budget}, {"regime", plan_regime_name(r.plan)}, {"plan", plan_json(r.plan)},
-                   {"accuracy", r.accuracy()}, {"correct", r.correct}, {"samples", r.samples}, {"answers", r.answers}});
-  return {{"task", needle_task_name(c.prompts.task)}, {"seed", c.prompts.seed}, {"chunk", c.chunk},
-          {"regime", regime_name(c.sweep.regime)}, {"prefill_budget", c.sweep.prefill_budget},
-          {"options", method_options_json(c.sweep.methods, c.sweep.options)}, {"dense_layers", c.sweep.dense_layers},
-          {"results", all}};
+  for (const NeedleResult& r : results) all.push_back(needle_result_json(c, r));
+  nlohmann::json j = needle_settings_json(c);
+  j["results"] = all;
+  return j;
 }
 
 std::vector<NeedleResult> needle_results_from_json(const nlohmann::json& j) {
@@ -213,8 +247,31 @@ std::vector<NeedleResult> needle_results_from_json(const nlohmann::json& j) {
   return results;
 }
 
+sweep::SweepCells needle_cells(const NeedleConfig& c) {
+  sweep::SweepCells cells;
+  const std::string regime = regime_name(c.sweep.regime);
+  const std::vector<std::string> methods = c.sweep.selection_methods();
+  const bool decode = c.sweep.regime == Regime::decode;
+  // A prefill's cost grows with the length and, through attention, its
+  // square; the decode regime prefills a prompt once for every method.
+  const double prefills = (c.sweep.has_dense() || decode ? 1 : 0) + (decode ? 0 : double(methods.size() * c.sweep.budgets.size()));
+  for (const NeedleGroup& g : needle_groups(c)) {
+    const uint32_t group = uint32_t(cells.group_costs.size());
+    auto key = [&](const std::string& method, uint32_t budget) {
+      return nlohmann::json{{"length", g.length}, {"depth", g.depth}, {"method", method}, {"budget", budget},
+                            {"regime", method == "dense" ? "dense" : regime}};
+    };
+    if (c.sweep.has_dense()) cells.add(key("dense", 0), group);
+    for (const std::string& m : methods)
+      for (uint32_t budget : c.sweep.budgets) cells.add(key(m, budget), group);
+    cells.group_costs.push_back(c.prompts.samples * prefills * g.length * (1 + g.length / 32768.0));
+  }
+  return cells;
+}
+
 std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint& checkpoint, const Tokenizer& tokenizer,
-                                     const NeedleConfig& c, const NeedleProgress& progress) {
+                                     const NeedleConfig& c, const NeedleProgress& progress,
+                                     const sweep::CellHooks<NeedleResult>& hooks) {
   const NeedlePrompts& p = c.prompts;
   if (p.lengths.empty()) throw InputError("no prompt length", "lengths");
   if (p.depths.empty()) throw InputError("no needle depth", "depths");
@@ -222,17 +279,30 @@ std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint&
   if (p.task == NeedleTask::kv && p.haystack.empty()) throw InputError("the kv task needs a haystack text", "haystack_file");
   require_text_tokenizer(tokenizer, "needle");
   check_sweep(c.sweep);
-  const uint32_t longest = *std::max_element(p.lengths.begin(), p.lengths.end());
-  check_sequence_length(checkpoint.config(), longest);
-  Model model(device, checkpoint, longest, c.chunk);
+  check_sequence_length(checkpoint.config(), *std::max_element(p.lengths.begin(), p.lengths.end()));
 
-  const size_t runs_per_prompt = (c.sweep.has_dense() ? 1 : 0) + c.sweep.selection_methods().size() * c.sweep.budgets.size();
-  NeedleCells cells(p.lengths.size() * p.depths.size() * p.samples * runs_per_prompt, progress);
-  for (uint32_t length : p.lengths)
-    for (double depth : p.depths)
-      for (uint32_t sample = 0; sample < p.samples; ++sample)
-        run_prompt(model, tokenizer, c.sweep, length, depth,
-                   tokenized(needle_sample_prompt(p, tokenizer, length, depth, sample), tokenizer, model.config()), cells);
+  // Only the groups with a cell to run: a shard or a resumed sweep sizes its
+  // model for the longest of those.
+  const size_t per_group = needle_cells(c).keys.size() / needle_groups(c).size();
+  std::vector<NeedleGroup> groups;
+  size_t runs = 0;
+  for (const NeedleGroup& g : needle_groups(c)) {
+    size_t wanted = 0;
+    for (size_t cell = g.first_cell; cell < g.first_cell + per_group; ++cell) wanted += hooks.want(cell) ? 1 : 0;
+    if (wanted == 0) continue;
+    groups.push_back(g);
+    runs += wanted * p.samples;
+  }
+  NeedleCells cells(p.samples, runs, progress, hooks);
+  if (groups.empty()) return {};
+  uint32_t longest = 0;
+  for (const NeedleGroup& g : groups) longest = std::max(longest, g.length);
+  Model model(device, checkpoint, longest, c.chunk);
+  for (const NeedleGroup& g : groups)
+    for (uint32_t sample = 0; sample < p.samples; ++sample)
+      run_prompt(model, tokenizer, c.sweep, g,
+                 tokenized(needle_sample_prompt(p, tokenizer, g.length, g.depth, sample), tokenizer, model.config()), hooks,
+                 cells);
   return cells.take();
 }
 

@@ -14,6 +14,7 @@
 #include "model/prompts.h"
 #include "model/selection_plan.h"
 #include "model/tokenizer.h"
+#include "sweep/results.h"
 #include "vk/device.h"
 
 namespace kv::model {
@@ -69,21 +70,30 @@ RetrievalHead find_retrieval_head(const Capture& capture);
 
 // The results as `kvscope needle --json` holds them (docs/cli.md): one object
 // each, with the plan its runs had, under "results", beside the sweep and the
-// prompts' settings. needle_results_from_json reads the cells back (the
-// viewer's re-runs take their plans from there); InputError naming what is
-// missing.
+// prompts' settings (needle_settings_json). needle_results_from_json reads
+// the cells back (the viewer's re-runs take their plans from there);
+// InputError naming what is missing.
 nlohmann::json needle_json(const NeedleConfig& config, const std::vector<NeedleResult>& results);
+nlohmann::json needle_settings_json(const NeedleConfig& config);
+nlohmann::json needle_result_json(const NeedleConfig& config, const NeedleResult& result);
 std::vector<NeedleResult> needle_results_from_json(const nlohmann::json& json);
+
+// The sweep's cells in the order run_needle reports them, keyed by length,
+// depth, method, budget and regime; a group per (length, depth), whose
+// cells share its prompts (and, in the decode regime, their prefills).
+sweep::SweepCells needle_cells(const NeedleConfig& config);
 
 // Called after each model run: (runs done, runs in all).
 using NeedleProgress = std::function<void(size_t, size_t)>;
 
-// Runs every cell. Dense is run once per prompt and reported once. In the
+// Runs every cell `cells` wants (indices into needle_cells), handing each to
+// cells.done as its last sample finishes, and returns them in order. Dense is run once per prompt and reported once. In the
 // decode regime one dense prefill serves dense and every method of a prompt
 // (Model::rewind); the first answer token comes from the prompt's last
 // position, as in the papers. InputError for an unknown or unrunnable method,
 // a prompt that does not fit, or a length past the model's context.
 std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint& checkpoint, const Tokenizer& tokenizer,
-                                     const NeedleConfig& config, const NeedleProgress& progress = {});
+                                     const NeedleConfig& config, const NeedleProgress& progress = {},
+                                     const sweep::CellHooks<NeedleResult>& cells = {});
 
 }  // namespace kv::model

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "error.h"
 #include "model/model.h"
@@ -72,33 +73,58 @@ class ScoredText {
 
 }  // namespace
 
+namespace {
+
+// The runs of a sweep in its order: dense both ways, then each method and
+// budget on each path the regime asks.
+std::vector<std::tuple<std::string, uint32_t, Regime>> perplexity_runs(const PerplexityConfig& c) {
+  std::vector<Regime> paths;
+  if (c.sweep.regime != Regime::prefill) paths.push_back(Regime::decode);
+  if (c.sweep.regime != Regime::decode) paths.push_back(Regime::prefill);
+  std::vector<std::tuple<std::string, uint32_t, Regime>> runs;
+  if (c.sweep.has_dense())
+    for (Regime path : {Regime::decode, Regime::prefill}) runs.emplace_back("dense", 0, path);
+  for (const std::string& m : c.sweep.selection_methods())
+    for (uint32_t budget : c.sweep.budgets)
+      for (Regime path : paths) runs.emplace_back(m, budget, path);
+  return runs;
+}
+
+}  // namespace
+
+sweep::SweepCells perplexity_cells(const PerplexityConfig& c) {
+  sweep::SweepCells cells;
+  for (const auto& [method, budget, path] : perplexity_runs(c)) {
+    cells.add({{"method", method}, {"budget", budget}, {"regime", regime_name(path)}}, uint32_t(cells.group_costs.size()));
+    cells.group_costs.push_back(1);
+  }
+  return cells;
+}
+
 std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Checkpoint& checkpoint,
                                              const std::vector<int32_t>& tokens, const PerplexityConfig& c,
-                                             const std::function<void(size_t, size_t)>& progress) {
+                                             const std::function<void(size_t, size_t)>& progress,
+                                             const sweep::CellHooks<PerplexityResult>& hooks) {
   const uint32_t T = uint32_t(tokens.size());
   if (c.scored == 0 || c.scored + 1 >= T)
     throw InputError(std::to_string(c.scored) + " scored tokens need a text longer than " + std::to_string(T) + " tokens", "scored");
   check_sweep(c.sweep);
   check_sequence_length(checkpoint.config(), T);
+  const auto runs = perplexity_runs(c);
+  std::vector<size_t> wanted;
+  for (size_t cell = 0; cell < runs.size(); ++cell)
+    if (hooks.want(cell)) wanted.push_back(cell);
+  std::vector<PerplexityResult> results;
+  if (wanted.empty()) return results;
   Model model(device, checkpoint, T, c.chunk);
   ScoredText text(model, tokens, c.scored);
-
-  std::vector<Regime> paths;  // the paths the methods are scored on
-  if (c.sweep.regime != Regime::prefill) paths.push_back(Regime::decode);
-  if (c.sweep.regime != Regime::decode) paths.push_back(Regime::prefill);
-  const std::vector<std::string> methods = c.sweep.selection_methods();
-  const size_t runs = (c.sweep.has_dense() ? 2 : 0) + methods.size() * c.sweep.budgets.size() * paths.size();
-  std::vector<PerplexityResult> results;
-  auto run = [&](const std::string& method, uint32_t budget, Regime path) {
+  for (size_t cell : wanted) {
+    const auto& [method, budget, path] = runs[cell];
     const SelectionPlan plan = plan_for(c.sweep, method, budget, path);
     results.push_back({method, budget, path, plan, text.nll_of(path, plan), c.scored});
-    if (progress) progress(results.size(), runs);
-  };
-  if (c.sweep.has_dense())
-    for (Regime path : {Regime::decode, Regime::prefill}) run("dense", 0, path);
-  for (const std::string& m : methods)
-    for (uint32_t budget : c.sweep.budgets)
-      for (Regime path : paths) run(m, budget, path);
+    if (hooks.done) hooks.done(cell, results.back());
+    if (progress) progress(results.size(), wanted.size());
+  }
   return results;
 }
 
@@ -113,14 +139,23 @@ std::vector<int32_t> perplexity_tokens(const Tokenizer& tokenizer, const ModelCo
   return tokens;
 }
 
-nlohmann::json perplexity_json(const PerplexityConfig& config, const std::vector<PerplexityResult>& results) {
-  nlohmann::json all = nlohmann::json::array();
-  for (const PerplexityResult& r : results)
-    all.push_back({{"method", r.method}, {"budget", r.budget}, {"regime", regime_name(r.regime)}, {"plan", plan_json(r.plan)},
-                   {"mean_nll", r.mean_nll}, {"perplexity", r.perplexity()}, {"scored", r.scored}});
+nlohmann::json perplexity_settings_json(const PerplexityConfig& config) {
   const MethodSweep& sweep = config.sweep;
   return {{"scored", config.scored}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
-          {"options", method_options_json(sweep.methods, sweep.options)}, {"results", all}};
+          {"options", method_options_json(sweep.methods, sweep.options)}};
+}
+
+nlohmann::json perplexity_result_json(const PerplexityResult& r) {
+  return {{"method", r.method}, {"budget", r.budget}, {"regime", regime_name(r.regime)}, {"plan", plan_json(r.plan)},
+          {"mean_nll", r.mean_nll}, {"perplexity", r.perplexity()}, {"scored", r.scored}};
+}
+
+nlohmann::json perplexity_json(const PerplexityConfig& config, const std::vector<PerplexityResult>& results) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const PerplexityResult& r : results) all.push_back(perplexity_result_json(r));
+  nlohmann::json j = perplexity_settings_json(config);
+  j["results"] = all;
+  return j;
 }
 
 }  // namespace kv::model

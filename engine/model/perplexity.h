@@ -11,6 +11,7 @@
 #include "model/checkpoint.h"
 #include "model/selection_plan.h"
 #include "model/tokenizer.h"
+#include "sweep/results.h"
 #include "vk/device.h"
 
 namespace kv::model {
@@ -36,10 +37,17 @@ struct PerplexityResult {
 // prefill of all but the last `scored` tokens, then each of those as a decode
 // step with the method, its logits scoring the next token; in the prefill
 // regime every chunk with the method, the logits of the same positions
-// scoring the same tokens. Dense runs both ways.
+// scoring the same tokens. Dense runs both ways. Only the cells `cells`
+// wants (indices into perplexity_cells) run, each handed to cells.done as it
+// finishes; they come back in the sweep's order.
 std::vector<PerplexityResult> run_perplexity(const vk::Device& device, const Checkpoint& checkpoint,
                                              const std::vector<int32_t>& tokens, const PerplexityConfig& config,
-                                             const std::function<void(size_t, size_t)>& progress = {});
+                                             const std::function<void(size_t, size_t)>& progress = {},
+                                             const sweep::CellHooks<PerplexityResult>& cells = {});
+
+// The sweep's cells in the order run_perplexity reports them, keyed by
+// method, budget and the path scored; each its own group.
+sweep::SweepCells perplexity_cells(const PerplexityConfig& config);
 
 // The first `length` tokens of `text` (with the model's BOS), as perplexity
 // scores them; InputError for a tokenizer of token ids, and (setting
@@ -48,7 +56,10 @@ std::vector<int32_t> perplexity_tokens(const Tokenizer& tokenizer, const ModelCo
                                        uint32_t length, const std::string& source);
 
 // The results as `kvscope ppl --json` holds them (docs/cli.md): one object
-// each under "results", beside the sweep's settings.
+// each under "results" (perplexity_result_json), beside the sweep's settings
+// (perplexity_settings_json).
 nlohmann::json perplexity_json(const PerplexityConfig& config, const std::vector<PerplexityResult>& results);
+nlohmann::json perplexity_settings_json(const PerplexityConfig& config);
+nlohmann::json perplexity_result_json(const PerplexityResult& result);
 
 }  // namespace kv::model

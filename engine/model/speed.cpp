@@ -61,8 +61,16 @@ double SpeedResult::median_ms() const {
   return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
+std::vector<SpeedResult> speed_runs(const SpeedConfig& c) {
+  std::vector<SpeedResult> runs;
+  if (c.sweep.has_dense()) runs.push_back({"dense"});
+  for (const std::string& m : c.sweep.selection_methods())
+    for (SpeedResult& r : method_runs(c, m)) runs.push_back(std::move(r));
+  return runs;
+}
+
 SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const SpeedConfig& c,
-                   const std::function<void(size_t, size_t)>& progress) {
+                   const std::function<void(size_t, size_t)>& progress, const std::function<bool(size_t)>& wanted) {
   if (prompt.empty()) throw InputError("the prompt is empty", "prompt");
   if (c.steps == 0) throw InputError("no step to time", "steps");
   if (c.rounds == 0) throw InputError("no round to time", "rounds");
@@ -75,9 +83,10 @@ SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const Speed
 
   SpeedRun run;
   run.prompt_tokens = prompt_length;
-  if (c.sweep.has_dense()) run.results.push_back({"dense"});
-  for (const std::string& m : c.sweep.selection_methods())
-    for (SpeedResult& r : method_runs(c, m)) run.results.push_back(std::move(r));
+  std::vector<SpeedResult> runs = speed_runs(c);
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (!wanted || wanted(i)) run.results.push_back(std::move(runs[i]));
+  if (run.results.empty()) return run;
   const bool decode = c.sweep.regime == Regime::decode;
   const size_t total = (decode ? 1 : 0) + run.results.size() * c.rounds;
   size_t done = 0;

@@ -54,9 +54,16 @@ struct SpeedRun {
   std::vector<SpeedResult> results;  // dense first, then method x budget
 };
 
+// The runs of a table in the order it reports them, not yet timed: dense
+// first, then each method's variants and budgets.
+std::vector<SpeedResult> speed_runs(const SpeedConfig& config);
+
 // On `model` (its chunk the prefill's), which must hold the prompt plus the
-// steps and one more: one model serves both regimes' sweeps.
+// steps and one more: one model serves both regimes' sweeps. Only the runs
+// `wanted` keeps (an index into speed_runs; unset: all) are timed and
+// reported, in order.
 SpeedRun run_speed(Model& model, const std::vector<int32_t>& prompt, const SpeedConfig& config,
-                   const std::function<void(size_t done, size_t total)>& progress = {});
+                   const std::function<void(size_t done, size_t total)>& progress = {},
+                   const std::function<bool(size_t run)>& wanted = {});
 
 }  // namespace kv::model

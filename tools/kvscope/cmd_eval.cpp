@@ -18,13 +18,15 @@
 #include "output_files.h"
 #include "method_args.h"
 #include "methods/table.h"
+#include "model/selection_plan.h"
+#include "sweep_args.h"
 
 namespace kv::cli {
 
 const char* const kEvalHelp =
     "usage: kvscope eval [--capture FILE] [--layers L1,L2|all] [--methods M1,M2] [--budgets K1,K2]\n"
     "                    (--decode [--probes N] | --prefill [--chunk B] [--chunks N]) [method options]\n"
-    "                    [--json OUT] [--csv OUT]\n\n"
+    "                    [--json OUT] [--csv OUT] [--results F.jsonl [--resume] [--shard I/N]]\n\n"
     "Sweeps methods x budgets (x layers) on the GPU and prints one row per method\n"
     "and budget (dense once a layer): coverage of dense attention mass, recall against the oracle's set,\n"
     "relative output error (means over heads and blocks), and median GPU time per\n"
@@ -37,7 +39,10 @@ const char* const kEvalHelp =
     "A last line names the method of most coverage at each budget (mean over layers).\n"
     "--json OUT writes docs/cli.md's metrics objects (per head and per block too); --csv OUT one line per row.\n"
     "When the capture records a needle (metadata needle_span), a `needle` column gives the\n"
-    "fraction of the needle's tokens among the candidates that each method selected.\n";
+    "fraction of the needle's tokens among the candidates that each method selected.\n"
+    "A cell is a (layer, method, budget); a layer's cells share its references and form\n"
+    "one slice of --shard, and run again together when a resumed run lacks any of them:\n"
+    KVSCOPE_SWEEP_FILES_HELP;
 
 namespace {
 
@@ -70,6 +75,9 @@ nlohmann::json to_json(const EvalRow& row) {
     j["per_block"][key] = per_block;
   }
   j["per_block"]["block_pos"] = row.block_positions;
+  const auto [select_ms, attention_ms] = split_timings(row);
+  j["select_ms"] = select_ms;
+  j["attention_ms"] = attention_ms;
   j["timings_ms"] = nlohmann::json::object();
   for (const vk::StageTime& t : row.timings) j["timings_ms"][t.stage] = t.milliseconds;
   for (const vk::StageTime& t : row.build_timings) j["build_timings_ms"][t.stage] = t.milliseconds;
@@ -104,41 +112,44 @@ class ProgressBar {
 namespace {
 
 void print_eval_table(const vk::Device& device, const Capture& capture, const std::string& path, Mode mode,
-                      const std::vector<EvalRow>& rows) {
+                      const nlohmann::json& rows) {
   const bool needle = capture.needle_span().has_value();
   std::printf("device %s, capture %s, %s", device.info().name.c_str(), path.c_str(), mode_name(mode));
   if (needle) std::printf(", needle tokens [%u, %u)", capture.needle_span()->first, capture.needle_span()->second);
   std::printf("\n%-6s %-10s %7s %9s %8s %10s %s%11s %12s   %s\n", "layer", "method", "budget", "coverage", "recall",
               "out_error", needle ? "  needle " : "", "select_ms", "attention_ms", "stages (median GPU ms per block)");
   std::set<int> dense_shown;  // dense is the same at every budget: a row a layer
-  for (const EvalRow& row : rows) {
-    const bool dense = row.method == "dense";
-    if (dense && !dense_shown.insert(row.layer).second) continue;
-    auto [select_ms, attention_ms] = split_timings(row);
-    std::string stages;
-    for (const vk::StageTime& t : row.timings) {
-      if (t.stage == "metrics") continue;
-      char text[96];
-      std::snprintf(text, sizeof text, "%s%s %.4f", stages.empty() ? "" : ", ", t.stage.c_str(), t.milliseconds);
-      stages += text;
-    }
-    char needle_text[16] = "";
-    if (needle && row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, " %7.4f ", row.needle_recall);
-    else if (needle) std::snprintf(needle_text, sizeof needle_text, " %7s ", "-");
-    const std::string budget = dense ? "-" : std::to_string(row.budget);
-    std::printf("%-6d %-10s %7s %9.4f %8.4f %10.4f %s%11.4f %12.4f   %s\n", row.layer, row.method.c_str(), budget.c_str(),
-                row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text, select_ms, attention_ms,
-                stages.c_str());
-  }
   // Which method covered most at each budget, its coverage averaged over the
   // layers (the oracle is the reference, not a contender).
   std::map<uint32_t, std::map<std::string, std::pair<double, int>>> coverage;  // budget -> method -> (sum, layers)
-  for (const EvalRow& row : rows)
-    if (row.method != "dense" && row.method != "oracle") {
-      auto& [sum, count] = coverage[row.budget][row.method];
-      sum += row.mean.coverage;
+  for (const nlohmann::json& row : rows) {
+    const std::string method = row.at("method").get<std::string>();
+    const int layer = row.at("layer").get<int>();
+    const uint32_t budget = row.at("budget").get<uint32_t>();
+    const double row_coverage = row.at("coverage").get<double>();
+    if (method != "dense" && method != "oracle") {
+      auto& [sum, count] = coverage[budget][method];
+      sum += row_coverage;
       ++count;
     }
+    const bool dense = method == "dense";
+    if (dense && !dense_shown.insert(layer).second) continue;
+    std::string stages;
+    for (const auto& [stage, ms] : row.at("timings_ms").items()) {
+      if (stage == "metrics") continue;
+      char text[96];
+      std::snprintf(text, sizeof text, "%s%s %.4f", stages.empty() ? "" : ", ", stage.c_str(), ms.get<double>());
+      stages += text;
+    }
+    char needle_text[16] = "";
+    if (needle && row.contains("needle_recall"))
+      std::snprintf(needle_text, sizeof needle_text, " %7.4f ", row.at("needle_recall").get<double>());
+    else if (needle) std::snprintf(needle_text, sizeof needle_text, " %7s ", "-");
+    std::printf("%-6d %-10s %7s %9.4f %8.4f %10.4f %s%11.4f %12.4f   %s\n", layer, method.c_str(),
+                dense ? "-" : std::to_string(budget).c_str(), row_coverage, row.at("recall").get<double>(),
+                row.at("output_error").get<double>(), needle_text, row.at("select_ms").get<double>(),
+                row.at("attention_ms").get<double>(), stages.c_str());
+  }
   std::string summary;
   for (const auto& [budget, methods] : coverage) {
     auto best = std::max_element(methods.begin(), methods.end(), [](const auto& a, const auto& b) {
@@ -152,19 +163,24 @@ void print_eval_table(const vk::Device& device, const Capture& capture, const st
   if (!summary.empty()) std::printf("most coverage (mean over layers): %s\n", summary.c_str());
 }
 
-std::string eval_csv(const std::vector<EvalRow>& rows) {
-  std::string csv = "layer,method,budget,mode,coverage,recall,output_error,needle_recall,select_ms,attention_ms\n";
-  for (const EvalRow& row : rows) {
-    auto [select_ms, attention_ms] = split_timings(row);
-    char line[256];
-    char needle_text[32] = "";
-    if (row.needle_recall >= 0) std::snprintf(needle_text, sizeof needle_text, "%.6f", row.needle_recall);
-    std::snprintf(line, sizeof line, "%d,%s,%u,%s,%.6f,%.6f,%.6f,%s,%.6f,%.6f\n", row.layer, row.method.c_str(), row.budget,
-                  mode_name(row.mode), row.mean.coverage, row.mean.recall, row.mean.output_error, needle_text, select_ms,
-                  attention_ms);
-    csv += line;
+// The sweep's cells in the order evaluate_layer reports its rows: per layer
+// (a group), dense at every budget, then each other method at each budget.
+sweep::SweepCells eval_cells(const std::vector<const CaptureLayer*>& layers, const EvalConfig& config) {
+  sweep::SweepCells cells;
+  const bool dense = std::find(config.methods.begin(), config.methods.end(), "dense") != config.methods.end();
+  for (const CaptureLayer* layer : layers) {
+    const uint32_t group = uint32_t(cells.group_costs.size());
+    auto key = [&](const std::string& method, uint32_t budget) {
+      return nlohmann::json{{"layer", layer->index}, {"method", method}, {"budget", budget}};
+    };
+    if (dense)
+      for (uint32_t budget : config.budgets) cells.add(key("dense", budget), group);
+    for (const std::string& m : config.methods)
+      if (m != "dense")
+        for (uint32_t budget : config.budgets) cells.add(key(m, budget), group);
+    cells.group_costs.push_back(1);
   }
-  return csv;
+  return cells;
 }
 
 }  // namespace
@@ -172,7 +188,10 @@ std::string eval_csv(const std::vector<EvalRow>& rows) {
 int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values = method_value_options();
   values.insert({"capture", "layers", "methods", "budgets", "json", "csv"});
-  Args args("eval", argv, values, kModeFlags);
+  values.merge(results_value_options());
+  std::set<std::string> flags = kModeFlags;
+  flags.insert(kResumeFlag);
+  Args args("eval", argv, values, flags);
   if (!args.positional().empty()) throw InputError("eval: unexpected argument '" + args.positional()[0] + "'");
   EvalConfig config;
   config.mode = parse_mode(args, "eval");
@@ -198,21 +217,29 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   }
 
   vk::Device device(global.device);
-  std::vector<EvalRow> rows;
-  for (const CaptureLayer* layer : layers) {
+  const nlohmann::json config_json = {
+      {"capture", capture_path}, {"mode", mode_name(config.mode)}, {"probes", config.probes}, {"chunk", config.chunk},
+      {"chunks", config.last_chunks}, {"options", model::method_options_json(config.methods, config.options)},
+      {"device", device.info().name}};
+  const sweep::SweepCells cells = eval_cells(layers, config);
+  const auto sweep = open_sweep(args, "eval", config_json, cells);
+  std::map<std::string, size_t> cell_of;  // a cell's key as text -> its index
+  for (size_t cell = 0; cell < cells.keys.size(); ++cell) cell_of[cells.keys[cell].dump()] = cell;
+  for (size_t group = 0; group < layers.size(); ++group) {
+    bool wanted = false;
+    for (size_t cell = 0; cell < cells.keys.size(); ++cell) wanted |= cells.groups[cell] == group && sweep->wanted(cell);
+    if (!wanted) continue;
+    const CaptureLayer* layer = layers[group];
     ProgressBar bar("layer " + std::to_string(layer->index));
-    std::vector<EvalRow> layer_rows =
-        evaluate_layer(device, capture, *layer, config, [&](size_t done, size_t total) { bar.update(done, total); });
-    rows.insert(rows.end(), layer_rows.begin(), layer_rows.end());
+    for (const EvalRow& row :
+         evaluate_layer(device, capture, *layer, config, [&](size_t done, size_t total) { bar.update(done, total); })) {
+      const size_t cell = cell_of.at(nlohmann::json{{"layer", row.layer}, {"method", row.method}, {"budget", row.budget}}.dump());
+      if (sweep->wanted(cell)) sweep->record(cell, to_json(row));
+    }
   }
 
-  print_eval_table(device, capture, capture_path, config.mode, rows);
-  if (!json_path.empty()) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const EvalRow& row : rows) all.push_back(to_json(row));
-    write_text_atomically(json_path, all.dump(2) + "\n");
-  }
-  if (!csv_path.empty()) write_text_atomically(csv_path, eval_csv(rows));
+  print_eval_table(device, capture, capture_path, config.mode, sweep::report_json(sweep->header(), sweep->results()));
+  write_sweep_reports(*sweep, {json_path, csv_path, ""});
   return exit_code(global, device, 0);
 }
 

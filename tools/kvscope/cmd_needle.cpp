@@ -15,7 +15,7 @@
 #include "model/files.h"
 #include "model/needle.h"
 #include "model/tokenizer.h"
-#include "needle_plot.h"
+#include "sweep_args.h"
 #include "validation.h"
 
 namespace kv::cli {
@@ -25,7 +25,7 @@ const char* const kNeedleHelp =
     "                      [--depths D1,D2] [--samples N] [--methods M1,M2] [--budgets B1,B2]\n"
     "                      [--regime decode|prefill|both] [--prefill-budget B] [--dense-layers L1,L2]\n"
     "                      [--haystack-file F] [--chunk B] [--seed S] [method options]\n"
-    "                      [--json OUT] [--csv OUT] [--plot OUT.png]\n\n"
+    "                      [--json OUT] [--csv OUT] [--plot OUT.png] [--results F.jsonl [--resume] [--shard I/N]]\n\n"
     "Retrieval accuracy with each method inside the model: for every length and\n"
     "depth, --samples prompts (each with its own key, from --seed) are run with\n"
     "every method and budget in the regime asked, the answer generated greedily\n"
@@ -46,7 +46,9 @@ const char* const kNeedleHelp =
     "once per prompt. --json: one object per (task, length, depth, method, budget,\n"
     "regime) with accuracy, samples and the answers; --csv the same without answers;\n"
     "--plot a PNG of accuracy over length x depth per method and budget, and of\n"
-    "accuracy against the budget per method.\n\n"
+    "accuracy against the budget per method. A cell is a (length, depth, method, budget);\n"
+    "the cells of a (length, depth) share its prompts and form one slice of --shard:\n"
+    KVSCOPE_SWEEP_FILES_HELP "\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n"
     "  --chat             wrap each prompt as the model's chat template wraps one user\n"
@@ -127,47 +129,37 @@ void print_needle_table(const std::vector<model::NeedleResult>& results) {
   }
 }
 
-std::string needle_csv(const std::string& task, const std::vector<model::NeedleResult>& results) {
-  std::string csv = "task,length,depth,method,budget,regime,accuracy,correct,samples\n";
-  for (const model::NeedleResult& r : results) {
-    char line[256];
-    std::snprintf(line, sizeof line, "%s,%u,%.4g,%s,%u,%s,%.6g,%u,%u\n", task.c_str(), r.length, r.depth, r.method.c_str(),
-                  r.budget, model::plan_regime_name(r.plan), r.accuracy(), r.correct, r.samples);
-    csv += line;
-  }
-  return csv;
-}
-
 }  // namespace
 
 int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values{"model", "tokenizer",     "task",  "lengths", "depths", "samples", "prefill-budget",
                                "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
   values.merge(sweep_value_options());
+  values.merge(results_value_options());
   values.insert("chat-format");
-  const Args args("needle", argv, values, {"random-weights", "chat"});
+  const Args args("needle", argv, values, {"random-weights", "chat", kResumeFlag});
   const NeedleArgs a = parse_needle_args(args);
-  const std::string task = model::needle_task_name(a.config.prompts.task);
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_chat_tokenizer(args, a.model, checkpoint);
   vk::Device device(global.device);
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<model::NeedleResult> results = model::run_needle(
-      device, checkpoint, *tokenizer, a.config, [&](size_t done, size_t total) { progress(done, total, start); });
+  nlohmann::json config = model::needle_settings_json(a.config);
+  config.update(model_identity_json(args, a.model.string()));
+  config["haystack_file"] = a.haystack_file;
+  config["device"] = device.info().name;
+  const auto sweep = open_sweep(args, "needle", config, model::needle_cells(a.config));
 
-  std::printf("needle: %s, model %s, device %s\n", task.c_str(), a.model.string().c_str(), device.info().name.c_str());
-  print_needle_table(results);
-  if (!a.json.empty()) {
-    nlohmann::json j = model::needle_json(a.config, results);
-    j["model"] = a.model.string();
-    j["tokenizer"] = args.text("tokenizer", "");
-    j["haystack_file"] = a.haystack_file;
-    j["device"] = device.info().name;
-    write_text_atomically(a.json, json_text(j, 1));
-  }
-  if (!a.csv.empty()) write_text_atomically(a.csv, needle_csv(task, results));
-  if (!a.plot.empty()) write_needle_plot(a.plot, task, results);
+  const auto start = std::chrono::steady_clock::now();
+  sweep::CellHooks<model::NeedleResult> hooks;
+  hooks.wanted = [&](size_t cell) { return sweep->wanted(cell); };
+  hooks.done = [&](size_t cell, const model::NeedleResult& r) { sweep->record(cell, model::needle_result_json(a.config, r)); };
+  model::run_needle(device, checkpoint, *tokenizer, a.config, [&](size_t done, size_t total) { progress(done, total, start); },
+                    hooks);
+
+  std::printf("needle: %s, model %s, device %s\n", model::needle_task_name(a.config.prompts.task), a.model.string().c_str(),
+              device.info().name.c_str());
+  print_needle_table(model::needle_results_from_json(sweep::report_json(sweep->header(), sweep->results())));
+  write_sweep_reports(*sweep, {a.json, a.csv, a.plot});
   return exit_code(global, device, 0);
 }
 

@@ -12,6 +12,7 @@
 #include "model/perplexity.h"
 #include "model/prompts.h"
 #include "model/tokenizer.h"
+#include "sweep_args.h"
 #include "validation.h"
 
 namespace kv::cli {
@@ -19,14 +20,17 @@ namespace kv::cli {
 const char* const kPplHelp =
     "usage: kvscope ppl --model PATH [--tokenizer PATH] [--text-file F] [--length T] [--scored N]\n"
     "                   [--methods M1,M2] [--budgets B1,B2] [--regime decode|prefill|both]\n"
-    "                   [--chunk B] [--dense-layers L1,L2] [method options] [--json OUT]\n\n"
+    "                   [--chunk B] [--dense-layers L1,L2] [method options] [--json OUT]\n"
+    "                   [--results F.jsonl [--resume] [--shard I/N]]\n\n"
     "Perplexity of the first T tokens of a text (default 4096 of assets/text/licenses.txt,\n"
     "Debian's common licence texts), scored on its last N predictions (default 512), with\n"
     "each method and budget inside the model. decode (default): a dense prefill of the\n"
     "rest, then each scored token teacher-forced through a decode step with the method,\n"
     "as Fier's PG19 evaluation; prefill: every chunk of --chunk tokens through the\n"
     "method, the same positions scored. Dense runs both ways (the two agree to rounding).\n"
-    "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n\n"
+    "Defaults: --methods dense,quest,fier,streaming --budgets 64,256,1024.\n"
+    "A cell is one method, budget and path scored, a slice of --shard of its own:\n"
+    KVSCOPE_SWEEP_FILES_HELP "\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n"
     "  --chat             wrap each prompt as the model's chat template wraps one user\n"
@@ -57,22 +61,14 @@ PplArgs parse_ppl_args(const Args& args) {
   return a;
 }
 
-nlohmann::json ppl_json(const PplArgs& a, const std::string& device, const std::vector<model::PerplexityResult>& results) {
-  nlohmann::json j = model::perplexity_json(a.config, results);
-  j["model"] = a.model.string();
-  j["device"] = device;
-  j["text"] = a.text_file;
-  j["length"] = a.length;
-  return j;
-}
-
 }  // namespace
 
 int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json", "seed"};
   values.merge(sweep_value_options());
+  values.merge(results_value_options());
   values.insert("chat-format");
-  const Args args("ppl", argv, values, {"random-weights", "chat"});
+  const Args args("ppl", argv, values, {"random-weights", "chat", kResumeFlag});
   const PplArgs a = parse_ppl_args(args);
   const std::string text = model::read_text_file(a.text_file);
 
@@ -81,14 +77,27 @@ int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   const std::vector<int32_t> tokens = model::perplexity_tokens(*tokenizer, checkpoint.config(), text, a.length, a.text_file);
 
   vk::Device device(global.device);
-  const auto results = model::run_perplexity(device, checkpoint, tokens, a.config, runs_progress("ppl"));
+  nlohmann::json config = model::perplexity_settings_json(a.config);
+  config.update(model_identity_json(args, a.model.string()));
+  config["device"] = device.info().name;
+  config["text"] = a.text_file;
+  config["length"] = a.length;
+  const auto sweep = open_sweep(args, "ppl", config, model::perplexity_cells(a.config));
+  sweep::CellHooks<model::PerplexityResult> hooks;
+  hooks.wanted = [&](size_t cell) { return sweep->wanted(cell); };
+  hooks.done = [&](size_t cell, const model::PerplexityResult& r) { sweep->record(cell, model::perplexity_result_json(r)); };
+  model::run_perplexity(device, checkpoint, tokens, a.config, runs_progress("ppl"), hooks);
+
   std::printf("ppl: %s, %u tokens of %s, the last %u scored, device %s\n", a.model.string().c_str(), a.length,
               a.text_file.c_str(), a.config.scored, device.info().name.c_str());
   std::printf("%-16s %7s %-8s %10s %12s\n", "method", "budget", "regime", "nll", "perplexity");
-  for (const model::PerplexityResult& r : results)
-    std::printf("%-16s %7s %-8s %10.4f %12.4f\n", r.method.c_str(), r.budget ? std::to_string(r.budget).c_str() : "-",
-                model::regime_name(r.regime), r.mean_nll, r.perplexity());
-  if (!a.json.empty()) write_text_atomically(a.json, json_text(ppl_json(a, device.info().name, results), 1));
+  for (const nlohmann::json& r : sweep::report_json(sweep->header(), sweep->results()).at("results")) {
+    const uint32_t budget = r.at("budget").get<uint32_t>();
+    std::printf("%-16s %7s %-8s %10.4f %12.4f\n", r.at("method").get<std::string>().c_str(),
+                budget ? std::to_string(budget).c_str() : "-", r.at("regime").get<std::string>().c_str(),
+                r.at("mean_nll").get<double>(), r.at("perplexity").get<double>());
+  }
+  write_sweep_reports(*sweep, {a.json, "", ""});
   return exit_code(global, device, 0);
 }
 

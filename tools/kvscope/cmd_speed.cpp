@@ -13,6 +13,7 @@
 #include "model/prompts.h"
 #include "model/speed.h"
 #include "model/tokenizer.h"
+#include "sweep_args.h"
 #include "validation.h"
 
 namespace kv::cli {
@@ -21,7 +22,7 @@ const char* const kSpeedHelp =
     "usage: kvscope speed --model PATH [--tokenizer PATH] [--prompt-file F | --length T]\n"
     "                     [--regime both|decode|prefill] [--steps N] [--rounds R] [--methods M1,M2]\n"
     "                     [--budgets B1,B2] [--chunk B1,B2] [--dense-layers L1,L2] [--kernel-stats] [method options]\n"
-    "                     [--json OUT]\n\n"
+    "                     [--json OUT] [--results F.jsonl [--resume] [--shard I/N]]\n\n"
     "End-to-end speed with each method inside the model, every run in this process on\n"
     "the same prompt (default: the passkey prompt of --length T tokens, default 4096).\n"
     "  --regime both      (default) the decode table, then the prefill table\n"
@@ -47,7 +48,10 @@ const char* const kSpeedHelp =
     "                     a prefill table for each chunk size (the JSON's \"prefill\"\n"
     "                     is then a list, a table a chunk)\n"
     "  --gqa-agg head,max (any method option) each method runs with every value that\n"
-    "                     it reads, labelled by the option (\"fier gqa-agg=max\")\n\n"
+    "                     it reads, labelled by the option (\"fier gqa-agg=max\")\n"
+    "A cell is a run of a table; rounds interleave a table's runs, so its cells are\n"
+    "recorded together when its last round ends, and a table is one slice of --shard:\n"
+    KVSCOPE_SWEEP_FILES_HELP "\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n";
 namespace {
@@ -121,59 +125,66 @@ std::string continuation_text(const model::Tokenizer& tokenizer, int32_t before,
   return text;
 }
 
-void print_speed_table(const SpeedArgs& a, const model::SpeedConfig& config, const model::SpeedRun& run,
-                       const std::string& device, const std::vector<std::string>& texts) {
-  const bool decode = config.sweep.regime == model::Regime::decode;
+void print_speed_table(const nlohmann::json& table) {
+  const bool decode = table.at("regime") == "decode";
+  const char* const time_key = decode ? "ms_per_token" : "time_to_first_token_ms";
   double dense_ms = 0;
-  for (const model::SpeedResult& r : run.results)
-    if (r.method == "dense") dense_ms = r.median_ms();
+  for (const nlohmann::json& r : table.at("results"))
+    if (r.at("method") == "dense") dense_ms = r.at(time_key).get<double>();
   std::printf("speed: %s regime, %s, %u prompt tokens, chunk %u, %u rounds, device %s\n",
-              model::regime_name(config.sweep.regime), a.model.string().c_str(), run.prompt_tokens, config.chunk,
-              config.rounds, device.c_str());
-  if (decode) std::printf("dense prefill %.1f ms, then %u timed steps a run\n", run.prefill_ms, config.steps);
+              table.at("regime").get<std::string>().c_str(), table.at("model").get<std::string>().c_str(),
+              table.at("prompt_tokens").get<uint32_t>(), table.at("chunk").get<uint32_t>(), table.at("rounds").get<uint32_t>(),
+              table.at("device").get<std::string>().c_str());
+  if (decode && table.contains("prefill_ms"))
+    std::printf("dense prefill %.1f ms, then %u timed steps a run\n", table.at("prefill_ms").get<double>(),
+                table.at("steps").get<uint32_t>());
   std::printf("%-20s %7s %12s %24s %8s %7s %7s %10s  %s\n", "method", "budget", decode ? "ms/token" : "ms to 1st",
               "rounds", "speedup", "attn", "select", decode ? "first ms" : "", "continuation");
-  for (size_t i = 0; i < run.results.size(); ++i) {
-    const model::SpeedResult& r = run.results[i];
-    const double median = r.median_ms();
+  for (const nlohmann::json& r : table.at("results")) {
+    const double median = r.at(time_key).get<double>();
+    const auto gpu_ms = r.at("gpu_ms_by_part").get<std::map<std::string, double>>();
     double gpu = 0;
-    for (const auto& [part, ms] : r.gpu_ms) gpu += ms;
-    auto share = [&](const char* part) { return gpu > 0 ? 100 * r.gpu_ms.at(part) / gpu : 0.0; };
+    for (const auto& [part, ms] : gpu_ms) gpu += ms;
+    auto share = [&](const char* part) { return gpu > 0 && gpu_ms.count(part) ? 100 * gpu_ms.at(part) / gpu : 0.0; };
     std::string rounds;
-    for (double ms : r.ms_by_round) {
+    for (double ms : r.at("ms_by_round").get<std::vector<double>>()) {
       char number[32];
       std::snprintf(number, sizeof number, "%s%.1f", rounds.empty() ? "" : " ", ms);
       rounds += number;
     }
     char speedup[32] = "-", first[32] = "";
     if (dense_ms > 0) std::snprintf(speedup, sizeof speedup, "%.2fx", dense_ms / median);
-    if (decode) std::snprintf(first, sizeof first, "%.1f", r.first_step_ms);
-    const std::string label = r.variant.empty() ? r.method : r.method + " " + r.variant;
-    std::printf("%-20s %7s %12.2f %24s %8s %6.1f%% %6.1f%% %10s  '%s'\n", label.c_str(),
-                r.budget ? std::to_string(r.budget).c_str() : "-", median, rounds.c_str(), speedup, share("attention"),
-                share("selection"), first, texts[i].c_str());
+    if (decode) std::snprintf(first, sizeof first, "%.1f", r.at("first_step_ms").get<double>());
+    const std::string method = r.at("method").get<std::string>(), variant = r.at("variant").get<std::string>();
+    const uint32_t budget = r.at("budget").get<uint32_t>();
+    std::printf("%-20s %7s %12.2f %24s %8s %6.1f%% %6.1f%% %10s  '%s'\n",
+                (variant.empty() ? method : method + " " + variant).c_str(), budget ? std::to_string(budget).c_str() : "-",
+                median, rounds.c_str(), speedup, share("attention"), share("selection"), first,
+                r.at("continuation").get<std::string>().c_str());
   }
 }
 
-nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedConfig& config, const model::SpeedRun& run,
-                          const std::string& device, const std::vector<std::string>& texts) {
-  const bool decode = config.sweep.regime == model::Regime::decode;
-  nlohmann::json results = nlohmann::json::array();
-  for (size_t i = 0; i < run.results.size(); ++i) {
-    const model::SpeedResult& r = run.results[i];
-    nlohmann::json j = {{"method", r.method}, {"variant", r.variant}, {"budget", r.budget}, {"plan", model::plan_json(r.plan)},
-                        {"ms_by_round", r.ms_by_round}, {"gpu_ms_by_part", r.gpu_ms}, {"gpu_ms_by_stage", r.stage_ms},
-                        {"continuation", texts[i]}};
-    j[decode ? "ms_per_token" : "time_to_first_token_ms"] = r.median_ms();
-    if (decode) j["first_step_ms"] = r.first_step_ms;
-    results.push_back(j);
-  }
+// A table's settings, as its JSON holds them beside its results.
+nlohmann::json speed_table_json(const SpeedArgs& a, const model::SpeedConfig& config, uint32_t prompt_tokens,
+                                const std::string& device) {
   const model::MethodSweep& sweep = config.sweep;
-  nlohmann::json j = {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
-                      {"prompt_file", a.prompt_file}, {"prompt_tokens", run.prompt_tokens}, {"steps", config.steps},
-                      {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
-                      {"options", model::method_options_json(sweep.methods, sweep.options)}, {"results", results}};
-  if (decode) j["prefill_ms"] = run.prefill_ms;
+  return {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
+          {"prompt_file", a.prompt_file}, {"prompt_tokens", prompt_tokens}, {"steps", config.steps},
+          {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
+          {"options", model::method_options_json(sweep.methods, sweep.options)}};
+}
+
+nlohmann::json speed_result_json(const model::SpeedConfig& config, const model::SpeedRun& run, const model::SpeedResult& r,
+                                 const std::string& continuation) {
+  const bool decode = config.sweep.regime == model::Regime::decode;
+  nlohmann::json j = {{"method", r.method}, {"variant", r.variant}, {"budget", r.budget}, {"plan", model::plan_json(r.plan)},
+                      {"ms_by_round", r.ms_by_round}, {"gpu_ms_by_part", r.gpu_ms}, {"gpu_ms_by_stage", r.stage_ms},
+                      {"continuation", continuation}};
+  j[decode ? "ms_per_token" : "time_to_first_token_ms"] = r.median_ms();
+  if (decode) {
+    j["first_step_ms"] = r.first_step_ms;
+    j["prefill_ms"] = run.prefill_ms;  // the dense prefill this run's steps started from
+  }
   return j;
 }
 
@@ -182,7 +193,8 @@ nlohmann::json speed_json(const SpeedArgs& a, const model::SpeedConfig& config, 
 int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json", "seed"};
   values.merge(sweep_value_options());
-  const Args args("speed", argv, values, {"random-weights", "kernel-stats"});
+  values.merge(results_value_options());
+  const Args args("speed", argv, values, {"random-weights", "kernel-stats", kResumeFlag});
   const SpeedArgs a = parse_speed_args(args);
   const std::string prompt_text = a.prompt_file.empty() ? "" : model::read_text_file(a.prompt_file);
 
@@ -202,29 +214,55 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   device_options.kernel_statistics = args.flag("kernel-stats");
   vk::Device device(device_options);
   const uint32_t model_chunk = *std::max_element(a.chunks.begin(), a.chunks.end());
-  model::Model runner(device, checkpoint, positions, model_chunk);
-  nlohmann::json report, prefill_tables = nlohmann::json::array();
+  nlohmann::json tables = nlohmann::json::array();
+  sweep::SweepCells cells;
+  std::vector<size_t> first_cell;  // per table
   for (model::SpeedConfig& config : configs) {
     if (!config.chunk) config.chunk = model_chunk;
-    if (&config != &configs.front()) std::printf("\n");
-    const model::SpeedRun run = model::run_speed(runner, prompt, config, runs_progress("speed"));
-    std::vector<std::string> texts;
-    for (const model::SpeedResult& r : run.results) texts.push_back(continuation_text(*tokenizer, prompt.back(), r.continuation));
-    print_speed_table(a, config, run, device.info().name, texts);
-    const nlohmann::json j = speed_json(a, config, run, device.info().name, texts);
-    if (config.sweep.regime == model::Regime::prefill) prefill_tables.push_back(j);
-    else report["decode"] = j;
+    const uint32_t table = uint32_t(tables.size());
+    tables.push_back(speed_table_json(a, config, uint32_t(prompt.size()), device.info().name));
+    first_cell.push_back(cells.keys.size());
+    const std::vector<model::SpeedResult> runs = model::speed_runs(config);
+    for (const model::SpeedResult& r : runs)
+      cells.add({{"table", table}, {"method", r.method}, {"variant", r.variant}, {"budget", r.budget}}, table);
+    cells.group_costs.push_back(double(runs.size()) * config.rounds);
   }
-  // One table: its object. Both regimes: {"decode", "prefill"}; several
-  // chunks: "prefill" a list, a table a chunk.
-  if (!prefill_tables.empty()) report["prefill"] = prefill_tables.size() == 1 ? prefill_tables[0] : prefill_tables;
-  if (configs.size() == 1) report = report.begin().value();
+  nlohmann::json config_json = model_identity_json(args, a.model.string());
+  config_json["tables"] = tables;
+  config_json["prompt_seed"] = args.count("seed", 0);
+  const auto sweep = open_sweep(args, "speed", config_json, cells);
+
+  bool any_wanted = false;
+  for (size_t cell = 0; cell < cells.keys.size(); ++cell) any_wanted |= sweep->wanted(cell);
+  std::unique_ptr<model::Model> runner;
+  if (any_wanted) runner = std::make_unique<model::Model>(device, checkpoint, positions, model_chunk);
+  for (size_t t = 0; t < configs.size() && runner; ++t) {
+    auto wanted = [&](size_t run) { return sweep->wanted(first_cell[t] + run); };
+    const model::SpeedRun run = model::run_speed(*runner, prompt, configs[t], runs_progress("speed"), wanted);
+    // The runs it timed, in order, are the table's wanted cells.
+    size_t next = 0;
+    for (size_t cell = first_cell[t]; cell < cells.keys.size() && cells.groups[cell] == t; ++cell) {
+      if (!sweep->wanted(cell)) continue;
+      const model::SpeedResult& r = run.results.at(next++);
+      sweep->record(cell, speed_result_json(configs[t], run, r, continuation_text(*tokenizer, prompt.back(), r.continuation)));
+    }
+  }
+
+  const std::vector<nlohmann::json> printed = sweep::speed_tables(sweep->header(), sweep->results());
+  for (size_t t = 0; t < printed.size(); ++t) {
+    if (t) std::printf("\n");
+    print_speed_table(printed[t]);
+  }
+  nlohmann::json report = sweep::report_json(sweep->header(), sweep->results());
   if (device.kernel_statistics_enabled()) {
     report["kernels"] = device.kernel_statistics();
     for (const auto& [kernel, statistics] : device.kernel_statistics())
       std::printf("%s: %s\n", kernel.c_str(), statistics.c_str());
   }
-  if (!a.json.empty()) write_text_atomically(a.json, json_text(report, 1));
+  if (sweep->header().shard.count > 1 && !a.json.empty())
+    std::fprintf(stderr, "kvscope: note: the report holds shard %s's cells alone; `kvscope merge` writes the whole sweep's\n",
+                 sweep::shard_text(sweep->header().shard).c_str());
+  if (!a.json.empty()) write_text_atomically(a.json, sweep::report_text(report));
   return exit_code(global, device, 0);
 }
 

@@ -39,6 +39,8 @@ const Command kCommands[] = {
      true},
     {"speed", "end-to-end decode ms/token or time to first token with each method inside a model", kv::cli::kSpeedHelp,
      kv::cli::run_speed, true},
+    {"merge", "join the results files of a sweep's shards into the whole sweep's results and reports",
+     kv::cli::kMergeHelp, kv::cli::run_merge},
     {"inspect", "one block as the viewer sees it: metrics and what a change costs", kv::cli::kInspectHelp,
      kv::cli::run_inspect, true},
 };

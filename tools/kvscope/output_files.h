@@ -6,20 +6,11 @@
 #include <string>
 
 #include "error.h"
+#include "sweep/results.h"
 
 namespace kv::cli {
 
-// Writes `text` to a temporary beside `path`, then renames it: a failure leaves no partial file.
-inline void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".partial";
-  std::ofstream out(temporary, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw InputError("cannot write " + path);
-  }
-}
+using sweep::write_text_atomically;
 
 // A result as JSON text. A model's text may stop inside a character (a
 // continuation cut after a token, or random weights' tokens): such bytes

@@ -25,6 +25,8 @@
 #include "model/needle.h"
 #include "model/perplexity.h"
 #include "model/prompts.h"
+#include "sweep/reports.h"
+#include "sweep/results.h"
 #include "vk/device.h"
 
 namespace py = pybind11;
@@ -571,6 +573,20 @@ PYBIND11_MODULE(kvscope, m) {
                "last `scored` predictions with each method and budget inside the model, as `kvscope ppl --json` "
                "writes it (a dict; mean_nll and perplexity per result)."));
 
+  m.def(
+      "merge",
+      [](const std::string& out, const std::vector<std::string>& inputs, const std::string& json, const std::string& csv,
+         const std::string& plot) {
+        const kv::sweep::ResultsFileContents merged = kv::sweep::merge_results(inputs);
+        kv::sweep::write_reports(merged.header, merged.results, {json, csv, plot});
+        kv::sweep::write_results_file(out, merged.header, merged.results);
+        return from_json(kv::sweep::report_json(merged.header, merged.results));
+      },
+      py::arg("out"), py::arg("inputs"), py::kw_only(), py::arg("json") = "", py::arg("csv") = "", py::arg("plot") = "",
+      doc("Joins the results files of a sweep's shards (`kvscope needle|ppl|speed|eval --results F --shard I/N`) "
+          "into `out`, the whole sweep's results file, as `kvscope merge` does; writes the reports asked for "
+          "(json, csv for needle and eval, plot for needle) and returns the report as one run's --json holds it. "
+          "ValueError when the inputs are not every shard of one sweep."));
   m.def("select", &select_keys, py::arg("capture"), py::arg("layer"), py::arg("method"), py::arg("budget"), py::arg("regime"),
         py::kw_only(), py::arg("probes") = 64, py::arg("chunk") = 128, py::arg("chunks") = 0,
         py::arg("device") = py::none(),

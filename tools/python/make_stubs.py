@@ -85,6 +85,9 @@ def evaluate(capture: Capture, methods: Sequence[MethodOrDense], budgets: Sequen
              device: Device | None = None, {options}) -> list[dict[str, Any]]:
 {docstring(kvscope.evaluate, 4)}
 
+def merge(out: str, inputs: Sequence[str], *, json: str = "", csv: str = "", plot: str = "") -> dict[str, Any] | list[dict[str, Any]]:
+{docstring(kvscope.merge, 4)}
+
 class Model:
 {docstring(kvscope.Model, 4)}
     def __init__(self, path: str, *, random_weights: bool = False, seed: int = 0, tokenizer: str | None = None,

@@ -4,7 +4,7 @@
 
 #include "model/needle.h"
 
-namespace kv::cli {
+namespace kv::sweep {
 
 // A PNG of `kvscope needle`'s results: per method, budget and regime, a heatmap
 // of accuracy over length (x) and depth (y), as QuoKA's NIAH figures; below, per
@@ -13,4 +13,4 @@ namespace kv::cli {
 // Quest's passkey figure and Fier's Table 3. Written atomically.
 void write_needle_plot(const std::string& path, const std::string& task, const std::vector<model::NeedleResult>& results);
 
-}  // namespace kv::cli
+}  // namespace kv::sweep

@@ -1,18 +1,18 @@
-#include "needle_plot.h"
+#include "sweep/needle_plot.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
-#define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 #include <stb_easy_font.h>
 
-#include "output_files.h"
+#include "error.h"
+#include "sweep/results.h"
 #include "methods/table.h"
 
-namespace kv::cli {
+namespace kv::sweep {
 namespace {
 
 struct Image {
@@ -179,4 +179,4 @@ void write_needle_plot(const std::string& path, const std::string& task, const s
   write_text_atomically(path, png);
 }
 
-}  // namespace kv::cli
+}  // namespace kv::sweep
