@@ -16,13 +16,10 @@
 #include "random.h"
 #include "stream_read.spv.h"
 
+#include "median.h"
+
 namespace kv {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
 
 // Random values stored as `dtype`: uniform in [-2, 2), enough for timing.
 std::vector<std::byte> random_tensor(size_t count, DType dtype, uint64_t seed) {

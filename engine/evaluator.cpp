@@ -9,14 +9,10 @@
 #include "methods/table.h"
 #include "selection_metrics.h"
 
+#include "median.h"
+
 namespace kv {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n == 0 ? 0 : n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // Stage times of many runs, reduced to the median per stage in first-seen order.
 class StageSamples {

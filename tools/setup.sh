@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 
 packages=(cmake g++ make pkg-config glslang-tools libvulkan-dev mesa-vulkan-drivers nlohmann-json3-dev libicu-dev
-          libimgui-dev libglfw3-dev libstb-dev python3-dev pybind11-dev python3-numpy python3-matplotlib)
+          libimgui-dev libglfw3-dev libstb-dev python3-dev pybind11-dev python3-numpy python3-matplotlib wamerican)
 [ $tests = ON ] && packages+=(clang libclang-rt-14-dev vulkan-validationlayers libgtest-dev xvfb xauth
                               fonts-dejavu-core python3 python3-pytest dpkg-dev file
                               slurmctld slurmd slurm-client munge)

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "model/chat.h"
 #include "model/model.h"
+#include "model/prompt_runs.h"
 #include "model/prompts.h"
 
 namespace kv::model {
@@ -28,25 +29,6 @@ struct Prompt {
 
 Prompt tokenized(const RetrievalPrompt& p, const Tokenizer& tokenizer, const ModelConfig& model) {
   return {prompt_tokens(tokenizer, model, p.text), p.answer};
-}
-
-// The answer generated greedily from `first` (the choice after the prompt):
-// as many tokens as the expected answer has, or fewer at an end of sequence.
-std::string generate_answer(Model& model, const Tokenizer& tokenizer, const ModelConfig& config, int32_t previous,
-                            int32_t first, uint32_t steps) {
-  auto is_end = [&](int32_t t) { return std::find(config.eos_tokens.begin(), config.eos_tokens.end(), t) != config.eos_tokens.end(); };
-  std::string text;
-  if (steps == 0 || is_end(first)) return text;
-  text += tokenizer.decode(previous, first);
-  previous = first;
-  if (steps > 1)
-    model.append_greedy(first, steps - 1, [&](int32_t next) {
-      if (is_end(next)) return false;
-      text += tokenizer.decode(previous, next);
-      previous = next;
-      return true;
-    });
-  return text;
 }
 
 }  // namespace
@@ -161,47 +143,15 @@ class NeedleCells {
 // Every run of one prompt of `group` that `hooks` wants: dense and each method and budget.
 void run_prompt(Model& model, const Tokenizer& tokenizer, const MethodSweep& sweep, const NeedleGroup& group,
                 const Prompt& prompt, const sweep::CellHooks<NeedleResult>& hooks, NeedleCells& cells) {
-  const ModelConfig& config = model.config();
-  const uint32_t prompt_length = uint32_t(prompt.tokens.size()), steps = uint32_t(unwrapped_tokenizer(tokenizer).encode(prompt.answer).size());
-  if (prompt_length + steps > group.length)
+  const uint32_t steps = uint32_t(unwrapped_tokenizer(tokenizer).encode(prompt.answer).size());
+  if (prompt.tokens.size() + steps > group.length)
     throw InputError("the answer does not fit in " + std::to_string(group.length) + " tokens", "lengths");
-  const std::vector<std::string> methods = sweep.selection_methods();
-  auto answer = [&](int32_t first) { return generate_answer(model, tokenizer, config, prompt.tokens.back(), first, steps); };
-  const size_t dense_cell = group.first_cell, first_method_cell = group.first_cell + (sweep.has_dense() ? 1 : 0);
-  const bool dense_wanted = sweep.has_dense() && hooks.want(dense_cell);
-  // Each method and budget with its cell, in the sweep's order.
-  std::vector<std::tuple<size_t, std::string, uint32_t>> runs;
-  for (size_t m = 0; m < methods.size(); ++m)
-    for (size_t b = 0; b < sweep.budgets.size(); ++b) {
-      const size_t cell = first_method_cell + m * sweep.budgets.size() + b;
-      if (hooks.want(cell)) runs.emplace_back(cell, methods[m], sweep.budgets[b]);
-    }
-
-  // A dense prefill serves dense and, in the decode regime, every method:
-  // each rewinds to the prompt's end and decodes from the same first token.
-  const bool decode_regime = sweep.regime == Regime::decode && !runs.empty();
-  if (dense_wanted || decode_regime) {
-    model.select({});
-    model.rewind(0);
-    model.prefill(prompt.tokens);
-    const int32_t first = model.greedy();
-    if (dense_wanted) cells.add(dense_cell, group.length, group.depth, "dense", 0, {}, prompt, answer(first));
-    if (decode_regime)
-      for (const auto& [cell, m, budget] : runs) {
-        const SelectionPlan plan = plan_for(sweep, m, budget);
-        model.rewind(prompt_length);
-        model.select(plan);
-        cells.add(cell, group.length, group.depth, m, budget, plan, prompt, answer(first));
-      }
-  }
-  if (sweep.regime == Regime::decode) return;
-  for (const auto& [cell, m, budget] : runs) {
-    const SelectionPlan plan = plan_for(sweep, m, budget);
-    model.select(plan);
-    model.rewind(0);
-    model.prefill(prompt.tokens);
-    cells.add(cell, group.length, group.depth, m, budget, plan, prompt, answer(model.greedy()));
-  }
+  run_prompt_cells(
+      model, sweep, prompt.tokens, group.first_cell, [&](size_t cell) { return hooks.want(cell); },
+      [&](int32_t first) { return greedy_answer(model, tokenizer, prompt.tokens.back(), first, steps); },
+      [&](const PromptRun& run, const std::string& said) {
+        cells.add(run.cell, group.length, group.depth, run.method, run.budget, run.plan, prompt, said);
+      });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "error.h"
+#include "median.h"
 #include "methods/table.h"
 #include "model/model.h"
 
@@ -53,13 +54,7 @@ std::vector<SpeedResult> method_runs(const SpeedConfig& c, const std::string& me
 
 }  // namespace
 
-double SpeedResult::median_ms() const {
-  if (ms_by_round.empty()) return 0;
-  std::vector<double> sorted = ms_by_round;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
+double SpeedResult::median_ms() const { return median(ms_by_round); }
 
 std::vector<SpeedResult> speed_runs(const SpeedConfig& c) {
   std::vector<SpeedResult> runs;

@@ -76,11 +76,23 @@ std::string eval_csv(const nlohmann::json& rows) {
   return csv;
 }
 
+std::string ruler_csv(const nlohmann::json& report) {
+  std::string csv = "task,length,method,budget,regime,score,samples\n";
+  for (const nlohmann::json& r : report.at("results")) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%s,%u,%s,%u,%s,%.4f,%u\n", r.at("task").get<std::string>().c_str(),
+                  r.at("length").get<uint32_t>(), r.at("method").get<std::string>().c_str(), r.at("budget").get<uint32_t>(),
+                  r.at("regime").get<std::string>().c_str(), r.at("score").get<double>(), r.at("samples").get<uint32_t>());
+    csv += line;
+  }
+  return csv;
+}
+
 }  // namespace
 
 nlohmann::json report_json(const SweepHeader& h, const std::vector<std::optional<nlohmann::json>>& results) {
   try {
-    if (h.command == "needle" || h.command == "ppl") return with_results(h.config, results);
+    if (h.command == "needle" || h.command == "ppl" || h.command == "ruler") return with_results(h.config, results);
     if (h.command == "speed") return speed_report(h, results);
     if (h.command == "eval") return with_results({}, results).at("results");
   } catch (const nlohmann::json::exception& e) {
@@ -89,13 +101,14 @@ nlohmann::json report_json(const SweepHeader& h, const std::vector<std::optional
   throw InputError("no report for the command '" + h.command + "'");
 }
 
-bool has_csv(const std::string& command) { return command == "needle" || command == "eval"; }
+bool has_csv(const std::string& command) { return command == "needle" || command == "eval" || command == "ruler"; }
 bool has_plot(const std::string& command) { return command == "needle"; }
 
 std::string report_csv(const std::string& command, const nlohmann::json& report) {
   try {
     if (command == "needle") return needle_csv(report);
     if (command == "eval") return eval_csv(report);
+    if (command == "ruler") return ruler_csv(report);
   } catch (const nlohmann::json::exception& e) {
     throw InputError("the " + command + " results do not make its CSV: " + e.what());
   }

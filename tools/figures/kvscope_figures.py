@@ -3,10 +3,12 @@
     python3 tools/figures/kvscope_figures.py needle NEEDLE.json OUT.png   # kvscope needle --json / Model.needle
     python3 tools/figures/kvscope_figures.py recall EVAL.json OUT.png     # kvscope eval --json / kvscope.evaluate
     python3 tools/figures/kvscope_figures.py ppl PPL.json OUT.png         # kvscope ppl --json / Model.perplexity
+    python3 tools/figures/kvscope_figures.py ruler RULER.json OUT.png     # kvscope ruler --json / Model.ruler
 
 needle: a heatmap of accuracy over prompt length x needle depth for each (method, budget), and accuracy
 against budget; recall: recall of dense attention's mass and coverage of its top keys against budget, each
-method a line (means over layers and probes); ppl: perplexity against budget, dense as a line. Every
+method a line (means over layers and probes); ppl: perplexity against budget, dense as a line; ruler: the
+score (mean over tasks) against budget, a line per method and a panel per length, as kvpress's leaderboard. Every
 function also takes the module's own results (a dict or a list of records), so a notebook can draw them.
 """
 import argparse
@@ -148,9 +150,44 @@ def ppl_figure(ppl, title=None):
     return figure
 
 
+def ruler_figure(ruler, title=None):
+    """ruler: `kvscope ruler --json`'s object (or Model.ruler's dict). As kvpress's leaderboard draws RULER:
+    the score (mean over the tasks) against the budget, a line per method, dense a dashed line; a panel per
+    length."""
+    lengths = sorted({r["length"] for r in ruler["results"]})
+    figure, panels = plt.subplots(1, len(lengths), figsize=(5 * len(lengths), 4), layout="constrained", squeeze=False)
+    labels = sorted({_label(r) for r in ruler["results"] if r["method"] != "dense"})
+    for axes, length in zip(panels[0], lengths):
+        scores = defaultdict(lambda: defaultdict(list))  # label -> budget -> task scores
+        dense = []
+        for r in ruler["results"]:
+            if r["length"] != length:
+                continue
+            if r["method"] == "dense":
+                dense.append(r["score"])
+            else:
+                scores[_label(r)][r["budget"]].append(r["score"])
+        if dense:
+            axes.axhline(sum(dense) / len(dense), color="black", linestyle="--", label="dense")
+        for label in labels:
+            budgets = scores[label]
+            xs = sorted(budgets)
+            axes.plot(xs, [sum(budgets[x]) / len(budgets[x]) for x in xs], marker="o", label=label,
+                      color=_method_color(label, labels))
+        _budget_axis(axes, sorted({r["budget"] for r in ruler["results"] if r["method"] != "dense"}))
+        axes.set_ylim(-2, 102)
+        axes.set_ylabel("RULER score (mean over tasks)")
+        axes.set_title(f"{length // 1024}k tokens" if length % 1024 == 0 else f"{length} tokens", fontsize=10)
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8)
+    tasks = ", ".join(ruler.get("tasks", []))
+    figure.suptitle(title or f"RULER ({tasks}), {ruler.get('model', '')}", fontsize=11)
+    return figure
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kind", choices=["needle", "recall", "ppl"])
+    parser.add_argument("kind", choices=["needle", "recall", "ppl", "ruler"])
     parser.add_argument("results", help="kvscope's JSON")
     parser.add_argument("out", help="the figure (.png, .pdf or .svg)")
     parser.add_argument("--title")
@@ -163,7 +200,8 @@ def main(argv):
     except ValueError as e:
         sys.exit(f"kvscope_figures: {args.results}: not JSON ({e})")
     try:
-        figure = {"needle": needle_figure, "recall": recall_figure, "ppl": ppl_figure}[args.kind](results, args.title)
+        figure = {"needle": needle_figure, "recall": recall_figure, "ppl": ppl_figure,
+                  "ruler": ruler_figure}[args.kind](results, args.title)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
         sys.exit(f"kvscope_figures: {args.results}: not {args.kind} results kvscope wrote ({type(e).__name__}: {e})")
     save(figure, args.out)

@@ -40,6 +40,7 @@ int run_capture(const GlobalOptions&, const std::vector<std::string>&);
 int run_needle(const GlobalOptions&, const std::vector<std::string>&);
 int run_ppl(const GlobalOptions&, const std::vector<std::string>&);
 int run_speed(const GlobalOptions&, const std::vector<std::string>&);
+int run_ruler(const GlobalOptions&, const std::vector<std::string>&);
 int run_merge(const GlobalOptions&, const std::vector<std::string>&);
 
 extern const char* const kDevicesHelp;
@@ -56,5 +57,6 @@ extern const char* const kNeedleHelp;
 extern const char* const kSpeedHelp;
 extern const char* const kPplHelp;
 extern const char* const kMergeHelp;
+extern const char* const kRulerHelp;
 
 }  // namespace kv::cli

@@ -35,6 +35,8 @@ const Command kCommands[] = {
      kv::cli::run_capture},
     {"needle", "retrieval accuracy with each method inside a model: passkey or key-value needles", kv::cli::kNeedleHelp,
      kv::cli::run_needle, true},
+    {"ruler", "RULER's 11 synthetic tasks with each method inside a model, scored as RULER scores them",
+     kv::cli::kRulerHelp, kv::cli::run_ruler, true},
     {"ppl", "perplexity of a text with each method inside a model, decode or prefill", kv::cli::kPplHelp, kv::cli::run_ppl,
      true},
     {"speed", "end-to-end decode ms/token or time to first token with each method inside a model", kv::cli::kSpeedHelp,

@@ -25,6 +25,7 @@
 #include "model/needle.h"
 #include "model/perplexity.h"
 #include "model/prompts.h"
+#include "ruler/ruler.h"
 #include "sweep/reports.h"
 #include "sweep/results.h"
 #include "vk/device.h"
@@ -379,6 +380,40 @@ py::object model_needle(const PyModel& m, const std::string& task, const py::obj
   return from_json(j);
 }
 
+py::object model_ruler(const PyModel& m, const py::object& tasks, const py::object& lengths, int64_t samples,
+                       const py::object& methods, const py::object& budgets, const std::string& regime,
+                       int64_t prefill_budget, const py::object& dense_layers, const py::object& words,
+                       const py::object& haystack, int64_t tokens_to_generate, int64_t chunk, int64_t seed,
+                       const py::kwargs& kwargs) {
+  ruler::RulerConfig config;
+  if (tasks.is_none()) {
+    for (const ruler::TaskSpec& t : ruler::task_table()) config.tasks.push_back(t.name);
+  } else {
+    config.tasks = tasks.cast<std::vector<std::string>>();
+    for (const std::string& t : config.tasks) ruler::find_task(t);
+  }
+  config.lengths = counts_of(lengths, "lengths");
+  config.samples = count_of(samples, "samples");
+  config.seed = count_of(seed, "seed");
+  config.sweep = sweep_from(methods, budgets, regime, prefill_budget, dense_layers, kwargs);
+  config.chunk = chunk_of(chunk);
+  config.max_generate = count_of(tokens_to_generate, "tokens_to_generate");
+  config.texts.words = ruler::read_word_list(words.is_none() ? ruler::kDefaultWordList : words.cast<std::string>());
+  config.texts.essay = haystack.is_none() ? model::read_text_file(bundled_asset("text/licenses.txt")) : haystack.cast<std::string>();
+  const vk::Device& d = device_or_default(m.device);
+  std::vector<ruler::RulerResult> results;
+  {
+    py::gil_scoped_release release;
+    results = ruler::run_ruler(d, *m.checkpoint, *m.tokenizer, config);
+  }
+  nlohmann::json j = ruler::ruler_settings_json(config), all = nlohmann::json::array();
+  for (const ruler::RulerResult& r : results) all.push_back(ruler::ruler_result_json(r));
+  j["results"] = all;
+  j["model"] = m.path;
+  j["device"] = d.info().name;
+  return from_json(j);
+}
+
 py::object model_perplexity(const PyModel& m, const py::object& text, int64_t length, int64_t scored,
                             const py::object& methods, const py::object& budgets, const std::string& regime,
                             const py::object& dense_layers, int64_t chunk, const py::kwargs& kwargs) {
@@ -565,6 +600,17 @@ PYBIND11_MODULE(kvscope, m) {
                "writes it (a dict; its results one per length, depth, method and budget). task passkey or kv "
                "(kv hides its fact in `haystack`, default the bundled licence texts); regime decode, prefill "
                "or both."))
+      .def("ruler", &model_ruler, py::kw_only(), py::arg("tasks") = py::none(),
+           py::arg("lengths") = std::vector<uint32_t>{4096}, py::arg("samples") = 4,
+           py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},
+           py::arg("budgets") = std::vector<uint32_t>{256, 1024}, py::arg("regime") = "decode",
+           py::arg("prefill_budget") = 0, py::arg("dense_layers") = py::none(), py::arg("words") = py::none(),
+           py::arg("haystack") = py::none(), py::arg("tokens_to_generate") = 0, py::arg("chunk") = 128,
+           py::arg("seed") = 0,
+           doc("RULER's synthetic tasks (all 11 by default, or `tasks`) with each method and budget inside the "
+               "model, as `kvscope ruler --json` writes it (a dict; a result per task, length, method and budget "
+               "with its score 0-100, predictions and references). words: a word list file (default Debian's "
+               "wamerican); haystack: the essay haystack's text (default the bundled licence texts)."))
       .def("perplexity", &model_perplexity, py::kw_only(), py::arg("text") = py::none(), py::arg("length") = 4096,
            py::arg("scored") = 512, py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},
            py::arg("budgets") = std::vector<uint32_t>{64, 256, 1024}, py::arg("regime") = "decode",

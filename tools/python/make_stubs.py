@@ -106,6 +106,12 @@ class Model:
                dense_layers: Sequence[int] | None = None, haystack: str | None = None, chunk: int = 128,
                seed: int = 0, {options}) -> dict[str, Any]:
 {docstring(kvscope.Model.needle, 8)}
+    def ruler(self, *, tasks: Sequence[str] | None = None, lengths: Sequence[int] = (4096,), samples: int = 4,
+              methods: Sequence[MethodOrDense] = ("dense", "quest", "fier", "streaming"),
+              budgets: Sequence[int] = (256, 1024), regime: ModelRegime = "decode", prefill_budget: int = 0,
+              dense_layers: Sequence[int] | None = None, words: str | None = None, haystack: str | None = None,
+              tokens_to_generate: int = 0, chunk: int = 128, seed: int = 0, {options}) -> dict[str, Any]:
+{docstring(kvscope.Model.ruler, 8)}
     def perplexity(self, *, text: str | None = None, length: int = 4096, scored: int = 512,
                    methods: Sequence[MethodOrDense] = ("dense", "quest", "fier", "streaming"),
                    budgets: Sequence[int] = (64, 256, 1024), regime: ModelRegime = "decode",

@@ -225,6 +225,22 @@ def test_model_needle_and_perplexity_are_the_cli_runs():
     assert ppl["results"] == want_ppl["results"] and len(ppl["results"]) == 3
 
 
+def test_model_ruler_is_the_cli_ruler():
+    model = kvscope.Model(DEBIAN5M)
+    got = model.ruler(tasks=["niah_single_1"], lengths=[600], samples=1, methods=["dense", "quest"], budgets=[32],
+                      tokens_to_generate=8)
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "r.json")
+        cli("ruler", "--model", DEBIAN5M, "--tasks", "niah_single_1", "--lengths", "600", "--samples", "1",
+            "--methods", "dense,quest", "--budgets", "32", "--tokens-to-generate", "8", "--json", out)
+        with open(out) as f:
+            want = json.load(f)
+        assert kvscope_figures.ruler_figure(got).axes
+        cli_figures(folder, "ruler", out)
+    assert got["results"] == want["results"] and len(got["results"]) == 2
+    assert got["tasks"] == ["niah_single_1"] and 0 <= got["results"][0]["score"] <= 100
+
+
 def cli_figures(folder, kind, results):
     out = os.path.join(folder, kind + ".png")
     script = os.path.join(ROOT, "tools", "figures", "kvscope_figures.py")

@@ -1,0 +1,45 @@
+#pragma once
+// One prompt through the model with dense and each method and budget of a
+// sweep, as the seed papers' retrieval tests run it (needle, RULER): in the
+// decode regime one dense prefill serves dense and every method, each
+// rewinding to the prompt's end and decoding from the same first token (the
+// answer's first token comes from the prompt's last position); in the
+// prefill and both regimes each method prefills the prompt itself.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "model/selection_plan.h"
+#include "model/tokenizer.h"
+
+namespace kv::model {
+
+// A run of a prompt: the cell it scores (an index into its sweep's cells)
+// and the plan it ran with (dense: the empty plan).
+struct PromptRun {
+  size_t cell = 0;
+  std::string method;
+  uint32_t budget = 0;
+  SelectionPlan plan;
+};
+
+// What the model says after the prompt, generated greedily from `first`
+// (the choice at the prompt's last position).
+using AnswerFrom = std::function<std::string(int32_t first)>;
+
+// The runs of one prompt whose cells `wanted` keeps: dense at `first_cell`
+// (if the sweep has it), then each method and budget in the sweep's order;
+// `said` gets each run's answer.
+void run_prompt_cells(Model& model, const MethodSweep& sweep, const std::vector<int32_t>& tokens, size_t first_cell,
+                      const std::function<bool(size_t cell)>& wanted, const AnswerFrom& answer,
+                      const std::function<void(const PromptRun& run, const std::string& said)>& said);
+
+// Up to `steps` tokens generated greedily from `first` on `model` (`previous`
+// the prompt's last token, for the tokenizer's spacing), as text: fewer at an
+// end of sequence, or once `enough` (if set) says the text so far suffices.
+std::string greedy_answer(Model& model, const Tokenizer& tokenizer, int32_t previous, int32_t first, uint32_t steps,
+                          const std::function<bool(const std::string& text)>& enough = {});
+
+}  // namespace kv::model
