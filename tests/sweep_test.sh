@@ -6,7 +6,7 @@
 # with one uninterrupted run of the same sweep.
 #   sweep_test.sh KVSCOPE [PYTHON_MODULE_DIR]
 set -u
-kvscope=$1
+kvscope=$(realpath "$1")
 python_dir=${2:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,14 +44,15 @@ expect 0 "needle, uninterrupted" -- "$kvscope" "${needle[@]}" --results full.jso
 # Killed (SIGKILL) once its second cell is on disk, then resumed.
 "$kvscope" "${needle[@]}" --results killed.jsonl >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 600); do
+for _ in $(seq 3000); do
   [ -f killed.jsonl ] && [ "$(lines killed.jsonl)" -ge 3 ] && break
-  sleep 0.05
+  sleep 0.01
 done
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
 held=$(lines killed.jsonl)
 if [ "$held" -ge 3 ] && [ "$held" -lt 7 ]; then echo "ok: killed with $((held - 1)) cells done"; passes=$((passes + 1))
+elif [ "$held" = 7 ]; then echo "note: the sweep finished before the kill (a fast device): the resume below has nothing to run"
 else fail "the sweep was killed with $held lines in its results file"; fi
 expect 0 "needle resumed after SIGKILL" -- "$kvscope" "${needle[@]}" --results killed.jsonl --resume --json killed.json --csv killed.csv --plot killed.png
 grep -q "already in killed.jsonl" err || fail "the resumed run does not say what it found"

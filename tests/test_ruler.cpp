@@ -225,6 +225,21 @@ TEST_F(RulerTasks, FrequentWordsAreTheNextThreeByCount) {
   EXPECT_GT(ranked[1].first, ranked[2].first);
 }
 
+// Every task generates at RULER's lengths, 4k to 128k, with Llama 3.1's
+// tokenizer (tests/data/tokenizers) and Debian's wamerican: 66 prompts, 20 s
+// on one core, so not in the suite; --gtest_also_run_disabled_tests runs it.
+TEST_F(RulerTasks, DISABLED_EveryTaskGeneratesFrom4kTo128k) {
+  const auto llama3 = model::open_tokenizer(KVSCOPE_REAL_TOKENIZERS "/llama3_1/tokenizer.json", 128256);
+  texts_.words = ruler::read_word_list(ruler::kDefaultWordList);  // cwe at 128k needs thousands of words
+  for (const TaskSpec& t : ruler::task_table())
+    for (uint32_t length : {4096u, 8192u, 16384u, 32768u, 65536u, 131072u}) {
+      SCOPED_TRACE(std::string(t.name) + " at " + std::to_string(length));
+      const RulerPrompt p = ruler::ruler_prompt(t, *llama3, checkpoint_->config(), texts_, length, seed_, 0);
+      EXPECT_LE(p.tokens.size() + p.generate, length);
+      EXPECT_GE(p.tokens.size() + p.generate, length * 95 / 100);
+    }
+}
+
 TEST_F(RulerTasks, TooShortALengthIsRefused) {
   EXPECT_THROW(prompt("cwe", 256), InputError);
   EXPECT_THROW(prompt("niah_single_1", 100), InputError);

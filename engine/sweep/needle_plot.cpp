@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+// stb_image_write compiled here, so that the CLI needs no libstb at run time.
+#define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 #include <stb_easy_font.h>
 
