@@ -454,6 +454,47 @@ std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOpt
   return rows;
 }
 
+std::vector<std::vector<double>> fier_bitplane_bounds(const HostLayer& l, const MethodOptions& o, const Block& block) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), gs = o.group_size;
+  std::vector<Vector> rows;
+  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
+    const uint32_t g = heads.front() / l.shape.group();
+    std::vector<Vector> queries;
+    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
+    Vector& bounds = rows.emplace_back(n, 0.0);
+    for (uint32_t b0 = 0; b0 < n; b0 += gs) {
+      const uint32_t b1 = std::min(b0 + gs, n);
+      Vector high(d, -INFINITY), low(d, INFINITY);
+      for (uint32_t j = b0; j < b1; ++j)
+        for (uint32_t c = 0; c < d; ++c) {
+          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
+          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
+        }
+      for (const Vector& q : queries) {
+        // Each word's step: its w = q (hi - lo) spread over 255 levels.
+        Vector step(d / 32);
+        for (uint32_t w = 0; w < d / 32; ++w) {
+          double lowest = INFINITY, highest = -INFINITY;
+          for (uint32_t c = 32 * w; c < 32 * w + 32; ++c) {
+            lowest = std::min(lowest, q[c] * (high[c] - low[c]));
+            highest = std::max(highest, q[c] * (high[c] - low[c]));
+          }
+          step[w] = (highest - lowest) / 255;
+        }
+        for (uint32_t j = b0; j < b1; ++j) {
+          double bound = 0;
+          for (uint32_t c = 0; c < d; ++c) {
+            const double x = row(l.k, g, T, j, d)[c];
+            if (high[c] > low[c] && (x - low[c]) / (high[c] - low[c]) >= 0.5) bound += step[c / 32] / 2;
+          }
+          bounds[j] = std::max(bounds[j], bound);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
 std::vector<std::vector<double>> sparq_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
   std::vector<Vector> rows;
