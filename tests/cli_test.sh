@@ -4,22 +4,7 @@ set -u
 kvscope=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-passes=0
-expect() {  # expect CODE DESCRIPTION -- COMMAND...
-  local want=$1 what=$2
-  shift 3
-  "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL: $what: exit $got, expected $want"; cat "$work/err"; failures=$((failures + 1)); return
-  fi
-  if [ "$want" = 2 ] && [ "$(wc -l <"$work/err")" != 1 ]; then
-    echo "FAIL: $what: expected one line on stderr, got:"; cat "$work/err"; failures=$((failures + 1)); return
-  fi
-  echo "ok: $what"
-  passes=$((passes + 1))
-}
+. "$(dirname "$0")/expect.sh"
 
 expect 0 "top-level help" -- "$kvscope" --help
 for c in devices info synth dense select eval bench inspect generate capture needle ruler ppl speed merge; do expect 0 "$c --help" -- "$kvscope" "$c" --help; done

@@ -231,18 +231,11 @@ std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint&
   check_sweep(c.sweep);
   check_sequence_length(checkpoint.config(), *std::max_element(p.lengths.begin(), p.lengths.end()));
 
-  // Only the groups with a cell to run: a shard or a resumed sweep sizes its
-  // model for the longest of those.
   const size_t per_group = needle_cells(c).keys.size() / needle_groups(c).size();
-  std::vector<NeedleGroup> groups;
-  size_t runs = 0;
-  for (const NeedleGroup& g : needle_groups(c)) {
-    size_t wanted = 0;
-    for (size_t cell = g.first_cell; cell < g.first_cell + per_group; ++cell) wanted += hooks.want(cell) ? 1 : 0;
-    if (wanted == 0) continue;
-    groups.push_back(g);
-    runs += wanted * p.samples;
-  }
+  size_t wanted_cells = 0;
+  const std::vector<NeedleGroup> groups = groups_with_wanted_cells(
+      needle_groups(c), per_group, [&](size_t cell) { return hooks.want(cell); }, wanted_cells);
+  const size_t runs = wanted_cells * p.samples;
   NeedleCells cells(p.samples, runs, progress, hooks);
   if (groups.empty()) return {};
   uint32_t longest = 0;

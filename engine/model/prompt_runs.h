@@ -36,6 +36,25 @@ void run_prompt_cells(Model& model, const MethodSweep& sweep, const std::vector<
                       const std::function<bool(size_t cell)>& wanted, const AnswerFrom& answer,
                       const std::function<void(const PromptRun& run, const std::string& said)>& said);
 
+// The groups of a prompt sweep (needle's (length, depth), RULER's (task,
+// length)) that hold a cell `want` keeps, each group `per_group` cells from
+// its first_cell, and in `cells` how many cells they keep: a shard or a
+// resumed sweep runs only those, its model sized for the longest of them.
+template <typename Group, typename Want>
+std::vector<Group> groups_with_wanted_cells(const std::vector<Group>& groups, size_t per_group, const Want& want,
+                                            size_t& cells) {
+  std::vector<Group> kept;
+  cells = 0;
+  for (const Group& g : groups) {
+    size_t wanted = 0;
+    for (size_t cell = g.first_cell; cell < g.first_cell + per_group; ++cell) wanted += want(cell) ? 1 : 0;
+    if (wanted == 0) continue;
+    kept.push_back(g);
+    cells += wanted;
+  }
+  return kept;
+}
+
 // Up to `steps` tokens generated greedily from `first` on `model` (`previous`
 // the prompt's last token, for the tokenizer's spacing), as text: fewer at an
 // end of sequence, or once `enough` (if set) says the text so far suffices.

@@ -418,6 +418,22 @@ std::vector<double> quoka_scores(const HostLayer& l, const MethodOptions& o, con
   return scores;
 }
 
+namespace {
+
+// Fier's block bounds: per channel the min and max of KV head g's keys [b0, b1).
+std::pair<Vector, Vector> block_bounds(const HostLayer& l, uint32_t g, uint32_t b0, uint32_t b1) {
+  const uint32_t d = l.shape.dim, T = l.shape.tokens;
+  Vector low(d, INFINITY), high(d, -INFINITY);
+  for (uint32_t j = b0; j < b1; ++j)
+    for (uint32_t c = 0; c < d; ++c) {
+      high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
+      low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
+    }
+  return {low, high};
+}
+
+}  // namespace
+
 std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), gs = o.group_size;
   std::vector<Vector> rows;
@@ -428,12 +444,7 @@ std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOpt
     Vector& scores = rows.emplace_back(n);
     for (uint32_t b0 = 0; b0 < n; b0 += gs) {
       const uint32_t b1 = std::min(b0 + gs, n);  // blocks cut from keys [0, n)
-      Vector high(d, -INFINITY), low(d, INFINITY);
-      for (uint32_t j = b0; j < b1; ++j)
-        for (uint32_t c = 0; c < d; ++c) {
-          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
-          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
-        }
+      const auto [low, high] = block_bounds(l, g, b0, b1);
       for (uint32_t j = b0; j < b1; ++j) {
         Vector dequantised(d);
         for (uint32_t c = 0; c < d; ++c) {
@@ -464,12 +475,7 @@ std::vector<std::vector<double>> fier_bitplane_bounds(const HostLayer& l, const 
     Vector& bounds = rows.emplace_back(n, 0.0);
     for (uint32_t b0 = 0; b0 < n; b0 += gs) {
       const uint32_t b1 = std::min(b0 + gs, n);
-      Vector high(d, -INFINITY), low(d, INFINITY);
-      for (uint32_t j = b0; j < b1; ++j)
-        for (uint32_t c = 0; c < d; ++c) {
-          high[c] = std::max<double>(high[c], row(l.k, g, T, j, d)[c]);
-          low[c] = std::min<double>(low[c], row(l.k, g, T, j, d)[c]);
-        }
+      const auto [low, high] = block_bounds(l, g, b0, b1);
       for (const Vector& q : queries) {
         // Each word's step: its w = q (hi - lo) spread over 255 levels.
         Vector step(d / 32);

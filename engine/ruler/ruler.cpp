@@ -87,16 +87,10 @@ std::vector<RulerResult> run_ruler(const vk::Device& device, const model::Checkp
 
   for (const RulerGroup& g : ruler_groups(c)) check_length(*g.task, tokenizer, checkpoint.config(), c.texts, g.length);
 
-  const size_t per_group = cells_per_group(c.sweep);
-  std::vector<RulerGroup> groups;
-  size_t runs = 0;
-  for (const RulerGroup& g : ruler_groups(c)) {
-    size_t wanted = 0;
-    for (size_t cell = g.first_cell; cell < g.first_cell + per_group; ++cell) wanted += hooks.want(cell) ? 1 : 0;
-    if (wanted == 0) continue;
-    groups.push_back(g);
-    runs += wanted * c.samples;
-  }
+  size_t wanted_cells = 0;
+  const std::vector<RulerGroup> groups = model::groups_with_wanted_cells(
+      ruler_groups(c), cells_per_group(c.sweep), [&](size_t cell) { return hooks.want(cell); }, wanted_cells);
+  const size_t runs = wanted_cells * c.samples;
   std::map<size_t, RulerResult> cells;  // by cell: the sweep's order
   if (groups.empty()) return {};
   uint32_t longest = 0;

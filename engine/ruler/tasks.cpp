@@ -348,35 +348,23 @@ size_t fit_units(size_t smallest, uint32_t length, uint32_t generate, const std:
 }  // namespace
 
 const std::vector<TaskSpec>& task_table() {
-  static const std::vector<TaskSpec> tasks = [] {
-    TaskSpec niah{"", TaskKind::niah, 128};
-    auto n = [&](const char* name, Haystack h, ItemType k, ItemType v, uint32_t keys, uint32_t values, uint32_t queries) {
-      TaskSpec t = niah;
-      t.name = name;
-      t.haystack = h;
-      t.key_type = k;
-      t.value_type = v;
-      t.keys = keys;
-      t.values = values;
-      t.queries = queries;
-      return t;
-    };
-    using H = Haystack;
-    using I = ItemType;
-    return std::vector<TaskSpec>{
-        n("niah_single_1", H::noise, I::words, I::numbers, 1, 1, 1),
-        n("niah_single_2", H::essay, I::words, I::numbers, 1, 1, 1),
-        n("niah_single_3", H::essay, I::words, I::uuids, 1, 1, 1),
-        n("niah_multikey_1", H::essay, I::words, I::numbers, 4, 1, 1),
-        n("niah_multikey_2", H::needle, I::words, I::numbers, 1, 1, 1),
-        n("niah_multikey_3", H::needle, I::uuids, I::uuids, 1, 1, 1),
-        n("niah_multivalue", H::essay, I::words, I::numbers, 1, 4, 1),
-        n("niah_multiquery", H::essay, I::words, I::numbers, 1, 1, 4),
-        TaskSpec{"vt", TaskKind::variable_tracking, 30},
-        TaskSpec{"cwe", TaskKind::common_words, 120},
-        TaskSpec{"fwe", TaskKind::frequent_words, 50},
-    };
-  }();
+  using enum Haystack;
+  using enum ItemType;
+  const TaskKind niah = TaskKind::niah;
+  static const std::vector<TaskSpec> tasks{
+      {.name = "niah_single_1", .kind = niah, .tokens_to_generate = 128, .haystack = noise},
+      {.name = "niah_single_2", .kind = niah, .tokens_to_generate = 128, .haystack = essay},
+      {.name = "niah_single_3", .kind = niah, .tokens_to_generate = 128, .haystack = essay, .value_type = uuids},
+      {.name = "niah_multikey_1", .kind = niah, .tokens_to_generate = 128, .haystack = essay, .keys = 4},
+      {.name = "niah_multikey_2", .kind = niah, .tokens_to_generate = 128, .haystack = needle},
+      {.name = "niah_multikey_3", .kind = niah, .tokens_to_generate = 128, .haystack = needle, .key_type = uuids,
+       .value_type = uuids},
+      {.name = "niah_multivalue", .kind = niah, .tokens_to_generate = 128, .haystack = essay, .values = 4},
+      {.name = "niah_multiquery", .kind = niah, .tokens_to_generate = 128, .haystack = essay, .queries = 4},
+      {.name = "vt", .kind = TaskKind::variable_tracking, .tokens_to_generate = 30},
+      {.name = "cwe", .kind = TaskKind::common_words, .tokens_to_generate = 120},
+      {.name = "fwe", .kind = TaskKind::frequent_words, .tokens_to_generate = 50},
+  };
   return tasks;
 }
 

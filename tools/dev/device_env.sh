@@ -20,5 +20,5 @@ gpu_suite() {
   KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
   echo "=== tests on the GPU without the validation layer (KHR cooperative matrices)"
   KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
-  $B/cli_test.sh $B/kvscope 2>&1 | tail -1
+  tests/cli_test.sh $B/kvscope 2>&1 | tail -1
 }
