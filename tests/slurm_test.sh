@@ -88,8 +88,8 @@ echo "ok: a one-node Slurm answers (sinfo: $(sinfo -h -o '%P %D %T %c'))"
 
 # A task a shard, one CPU each on lavapipe, the merge after them.
 sweep=(needle --model "$repo/assets/models/llama-debian-5m" --lengths 112,120,128 --depths 0.5 --methods dense,quest --budgets 16)
-export MESA_SHADER_CACHE_DIR=${MESA_SHADER_CACHE_DIR:-$work/mesa-cache} LP_NUM_THREADS=1
-bash "$repo/tools/slurm/submit.sh" --shards 3 --gpus-per-task 0 --out "$work/out" --wait --kvscope "$kvscope" \
+export MESA_SHADER_CACHE_DIR=${MESA_SHADER_CACHE_DIR:-$work/mesa-cache}
+LP_NUM_THREADS=1 bash "$repo/tools/slurm/submit.sh" --shards 3 --gpus-per-task 0 --out "$work/out" --wait --kvscope "$kvscope" \
      --sbatch "--cpus-per-task=1 --time=10" -- "${sweep[@]}" || fail "the array or its merge failed"
 for i in 1 2 3; do [ -s "$work/out/shard-$i-of-3.jsonl" ] || fail "shard $i/3 wrote no results"; done
 echo "ok: a 3-task array job and its merge"

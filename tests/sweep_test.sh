@@ -7,7 +7,7 @@
 #   sweep_test.sh KVSCOPE [PYTHON_MODULE_DIR]
 set -u
 kvscope=$(realpath "$1")
-python_dir=${2:-}
+python_dir=${2:+$(realpath "$2")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/expect.sh"
@@ -93,6 +93,7 @@ expect 2 "--shard without --results" -- "$kvscope" "${needle[@]}" --shard 1/2
 expect 2 "--resume without --results" -- "$kvscope" "${needle[@]}" --resume
 expect 2 "--shard 4/3" -- "$kvscope" "${needle[@]}" --results bad.jsonl --shard 4/3
 expect 2 "--shard 0/3" -- "$kvscope" "${needle[@]}" --results bad.jsonl --shard 0/3
+expect 2 "--results naming a folder" -- "$kvscope" "${needle[@]}" --results "$work"
 expect 2 "--results in a missing folder" -- "$kvscope" "${needle[@]}" --results no/such/r.jsonl
 [ -e bad.jsonl ] && fail "a refused shard left a results file"
 printf 'not json\n' >junk.jsonl

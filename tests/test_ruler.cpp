@@ -7,7 +7,6 @@
 
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -32,6 +31,28 @@ std::vector<std::string> test_words() {
     for (char b = 'a'; b <= 'z'; ++b)
       for (char c : std::string("aeiou")) words.push_back(std::string(1, a) + c + b + "ing");
   return words;
+}
+
+// Every needle sentence "One of the special magic {type} for {key} is: {value}."
+// of a text, as (key, value).
+std::vector<std::pair<std::string, std::string>> needles_in(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> found;
+  const std::string start = "One of the special magic ";
+  for (size_t at = text.find(start); at != std::string::npos; at = text.find(start, at + 1)) {
+    const size_t key = text.find(" for ", at) + 5, is = text.find(" is: ", key);
+    const size_t end = std::min(text.find_first_of(" \n", is + 5), text.size());
+    const std::string value = text.substr(is + 5, end - is - 6);  // without the full stop
+    found.emplace_back(text.substr(key, is - key), value);
+  }
+  return found;
+}
+
+bool is_uuid4(const std::string& u) {
+  if (u.size() != 36 || u[14] != '4' || std::string("89ab").find(u[19]) == std::string::npos) return false;
+  for (size_t i = 0; i < u.size(); ++i)
+    if ((i == 8 || i == 13 || i == 18 || i == 23) ? u[i] != '-' : !std::isxdigit(uint8_t(u[i])) || std::isupper(uint8_t(u[i])))
+      return false;
+  return true;
 }
 
 class RulerTasks : public ::testing::Test {
@@ -103,15 +124,13 @@ TEST_F(RulerTasks, PromptsAreTheSeedsAndEachSampleItsOwn) {
 // singular for one answer.
 TEST_F(RulerTasks, NeedlesQueryAndTemplateAreNiahs) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
-  const std::regex needle("One of the special magic (numbers|words|uuids) for ([^ ]+) is: ([^ ]+)\\.");
   for (const char* name : {"niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1", "niah_multikey_2",
                            "niah_multikey_3", "niah_multivalue", "niah_multiquery"}) {
     SCOPED_TRACE(name);
     const TaskSpec& t = ruler::find_task(name);
     const RulerPrompt p = prompt(name, 2048);
     std::map<std::string, std::vector<std::string>> values_of;  // key -> its values, every needle in the text
-    for (auto it = std::sregex_iterator(p.input.begin(), p.input.end(), needle); it != std::sregex_iterator(); ++it)
-      values_of[(*it)[2]].push_back((*it)[3]);
+    for (const auto& [key, value] : needles_in(p.input)) values_of[key].push_back(value);
     const bool one = t.queries * t.values == 1;
     const std::string type = t.value_type == ruler::ItemType::numbers ? "number" : t.value_type == ruler::ItemType::uuids ? "uuid" : "word";
     EXPECT_EQ(p.input.rfind(one ? "A special magic " + type + " is hidden within the following text."
@@ -142,10 +161,11 @@ TEST_F(RulerTasks, NeedlesQueryAndTemplateAreNiahs) {
       EXPECT_NE(p.input.find("GNU GENERAL PUBLIC LICENSE"), std::string::npos);  // the essay haystack's prose
     }
     if (t.value_type == ruler::ItemType::uuids) {
-      EXPECT_TRUE(std::regex_match(p.outputs[0], std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
-          << p.outputs[0];
+      EXPECT_TRUE(is_uuid4(p.outputs[0])) << p.outputs[0];
     } else if (t.value_type == ruler::ItemType::numbers) {
-      EXPECT_TRUE(std::regex_match(p.outputs[0], std::regex("[1-9][0-9]{6}")));
+      EXPECT_TRUE(p.outputs[0].size() == 7 && p.outputs[0][0] != '0' &&
+                  std::all_of(p.outputs[0].begin(), p.outputs[0].end(), [](char c) { return std::isdigit(uint8_t(c)); }))
+          << p.outputs[0];
     }
   }
 }
@@ -161,14 +181,13 @@ TEST_F(RulerTasks, VariableTrackingHoldsOneChainInOrder) {
   ASSERT_NE(task, std::string::npos) << "no worked example before the task";
   EXPECT_EQ(p.input.rfind("Memorize and track the chain(s)", 0), 0u);
   const std::string text = p.input.substr(task);
-  const std::smatch value = [&] {
-    std::smatch m;
-    std::regex_search(text, m, std::regex("\nVAR " + p.outputs[0] + " = ([0-9]{5})\n"));
-    return m;
-  }();
-  ASSERT_FALSE(value.empty());
-  EXPECT_NE(text.find("assigned the value " + value[1].str() + " in the text above."), std::string::npos);
-  EXPECT_NE(p.answer_prefix.find("5 variables are assigned the value " + value[1].str() + ", they are: "), std::string::npos);
+  const std::string head = "\nVAR " + p.outputs[0] + " = ";
+  const size_t at_value = text.find(head);
+  ASSERT_NE(at_value, std::string::npos);
+  const std::string value = text.substr(at_value + head.size(), 5);
+  ASSERT_EQ(text[at_value + head.size() + 5], '\n');
+  EXPECT_NE(text.find("assigned the value " + value + " in the text above."), std::string::npos);
+  EXPECT_NE(p.answer_prefix.find("5 variables are assigned the value " + value + ", they are: "), std::string::npos);
   size_t at = text.find("VAR " + p.outputs[0] + " = ");
   for (size_t i = 1; i < 5; ++i) {
     const size_t next = text.find("VAR " + p.outputs[i] + " = VAR " + p.outputs[i - 1] + " \n");

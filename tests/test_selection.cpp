@@ -482,9 +482,9 @@ INSTANTIATE_TEST_SUITE_P(
     Methods, FierBitplaneTest,
     ::testing::Values(
         ScoresCase{"group4", "fier", {8, 2, 301, 64}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
-        ScoresCase{"group8_max_d128", "fier", {16, 2, 333, 128}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::max)},
+        ScoresCase{"group8_max", "fier", {16, 2, 333, 64}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::max)},
         ScoresCase{"group6_mean_prefill", "fier", {12, 2, 290, 64}, DType::f16, Mode::prefill, fier_options(64, HeadAggregate::mean)},
-        ScoresCase{"mha_prefill_g48", "fier", {4, 4, 263, 128}, DType::f16, Mode::prefill, fier_options(48, HeadAggregate::head)}),
+        ScoresCase{"mha_prefill_g48", "fier", {4, 4, 263, 64}, DType::f16, Mode::prefill, fier_options(48, HeadAggregate::head)}),
     [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
 
 // The fragment layout quoka_key_scores_fragments and attention_chunk are

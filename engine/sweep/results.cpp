@@ -160,7 +160,9 @@ SweepResults::SweepResults(std::string command, nlohmann::json config, const Swe
                            const std::string& path, bool resume)
     : SweepResults(std::move(command), std::move(config), cells, shard) {
   path_ = path;
-  const bool exists = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw InputError(path + " is a folder, not a results file");
+  const bool exists = std::filesystem::exists(path, error) && std::filesystem::file_size(path, error) > 0;
   if (resume && exists) {
     const ResultsFileContents file = read_results_file(path);
     const std::string why = sweep_difference(header_, file.header);

@@ -227,12 +227,12 @@ def test_model_needle_and_perplexity_are_the_cli_runs():
 
 def test_model_ruler_is_the_cli_ruler():
     model = kvscope.Model(DEBIAN5M)
-    got = model.ruler(tasks=["niah_single_1"], lengths=[600], samples=1, methods=["dense", "quest"], budgets=[32],
-                      tokens_to_generate=8)
+    got = model.ruler(tasks=["niah_single_1"], lengths=[400], samples=1, methods=["dense", "quest"], budgets=[32],
+                      tokens_to_generate=4)
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "r.json")
-        cli("ruler", "--model", DEBIAN5M, "--tasks", "niah_single_1", "--lengths", "600", "--samples", "1",
-            "--methods", "dense,quest", "--budgets", "32", "--tokens-to-generate", "8", "--json", out)
+        cli("ruler", "--model", DEBIAN5M, "--tasks", "niah_single_1", "--lengths", "400", "--samples", "1",
+            "--methods", "dense,quest", "--budgets", "32", "--tokens-to-generate", "4", "--json", out)
         with open(out) as f:
             want = json.load(f)
         assert kvscope_figures.ruler_figure(got).axes
