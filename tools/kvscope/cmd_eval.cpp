@@ -203,6 +203,7 @@ int run_eval(const GlobalOptions& global, const std::vector<std::string>& argv) 
   const std::vector<std::string> budget_texts = args.texts("budgets", "1%,3%,6%,12%");
   if (budget_texts.empty()) throw InputError("eval: --budgets is empty");
   const std::string json_path = args.text("json"), csv_path = args.text("csv");
+  check_sweep_options(args, "eval");
 
   // The quick start's capture where none is given: the bundled real passkey capture, as the viewer opens.
   const std::string capture_path = args.text("capture", bundled_asset("real-passkey-4k.safetensors").string());

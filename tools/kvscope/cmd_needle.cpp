@@ -139,6 +139,7 @@ int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv
   values.insert("chat-format");
   const Args args("needle", argv, values, {"random-weights", "chat", kResumeFlag});
   const NeedleArgs a = parse_needle_args(args);
+  check_sweep_options(args, "needle");
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);
   const auto tokenizer = open_chat_tokenizer(args, a.model, checkpoint);

@@ -70,6 +70,7 @@ int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   values.insert("chat-format");
   const Args args("ppl", argv, values, {"random-weights", "chat", kResumeFlag});
   const PplArgs a = parse_ppl_args(args);
+  check_sweep_options(args, "ppl");
   const std::string text = model::read_text_file(a.text_file);
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);

@@ -121,6 +121,7 @@ int run_ruler(const GlobalOptions& global, const std::vector<std::string>& argv)
   config.texts.words = ruler::read_word_list(words_path);
   config.texts.essay = model::read_text_file(essay_path);
   const std::string json_path = args.text("json", ""), csv_path = args.text("csv", "");
+  check_sweep_options(args, "ruler");
   for (const std::string& path : {json_path, csv_path})
     if (!path.empty()) require_output_folder(path);
 

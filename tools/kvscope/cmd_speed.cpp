@@ -196,6 +196,7 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   values.merge(results_value_options());
   const Args args("speed", argv, values, {"random-weights", "kernel-stats", kResumeFlag});
   const SpeedArgs a = parse_speed_args(args);
+  check_sweep_options(args, "speed");
   const std::string prompt_text = a.prompt_file.empty() ? "" : model::read_text_file(a.prompt_file);
 
   const model::Checkpoint checkpoint = open_model_checkpoint(args, a.model);

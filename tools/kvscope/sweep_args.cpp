@@ -10,14 +10,22 @@ namespace kv::cli {
 
 std::set<std::string> results_value_options() { return {"results", "shard"}; }
 
-std::unique_ptr<sweep::SweepResults> open_sweep(const Args& args, const std::string& command, nlohmann::json config,
-                                                const sweep::SweepCells& cells) {
+sweep::Shard check_sweep_options(const Args& args, const std::string& command) {
   const std::string path = args.text("results", "");
   if (path.empty() && args.flag(kResumeFlag)) throw InputError(command + ": --resume needs --results FILE, the file to resume");
   if (path.empty() && args.has("shard")) throw InputError(command + ": --shard needs --results FILE, where the shard's cells go");
-  const sweep::Shard shard = args.has("shard") ? sweep::parse_shard(args.text("shard")) : sweep::Shard{};
+  if (!path.empty()) {
+    require_output_folder(path);
+    if (std::filesystem::is_directory(path)) throw InputError(path + " is a folder, not a results file");
+  }
+  return args.has("shard") ? sweep::parse_shard(args.text("shard")) : sweep::Shard{};
+}
+
+std::unique_ptr<sweep::SweepResults> open_sweep(const Args& args, const std::string& command, nlohmann::json config,
+                                                const sweep::SweepCells& cells) {
+  const sweep::Shard shard = check_sweep_options(args, command);
+  const std::string path = args.text("results", "");
   if (path.empty()) return std::make_unique<sweep::SweepResults>(command, std::move(config), cells, shard);
-  require_output_folder(path);
   auto results = std::make_unique<sweep::SweepResults>(command, std::move(config), cells, shard, path, args.flag(kResumeFlag));
   if (results->resumed() > 0)
     std::fprintf(stderr, "kvscope: %s: %zu of the cells already in %s, running the rest\n", command.c_str(),

@@ -25,9 +25,14 @@ namespace kv::cli {
 std::set<std::string> results_value_options();  // results, shard
 inline const char* const kResumeFlag = "resume";
 
+// --results, --resume and --shard checked before any work: InputError for
+// --resume or --shard without --results, a bad shard, a results path in a
+// missing folder or naming a folder. Returns the shard.
+sweep::Shard check_sweep_options(const Args& args, const std::string& command);
+
 // The sweep of `command` over `cells`: in memory, or with --results in that
-// file (--resume reading what it holds); --shard picks this run's slice.
-// InputError for --resume or --shard without --results.
+// file (--resume reading what it holds); --shard picks this run's slice
+// (check_sweep_options first).
 std::unique_ptr<sweep::SweepResults> open_sweep(const Args& args, const std::string& command, nlohmann::json config,
                                                 const sweep::SweepCells& cells);
 
