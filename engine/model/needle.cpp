@@ -100,7 +100,7 @@ struct NeedleGroup {
 };
 
 std::vector<NeedleGroup> needle_groups(const NeedleConfig& c) {
-  const size_t per_group = (c.sweep.has_dense() ? 1 : 0) + c.sweep.selection_methods().size() * c.sweep.budgets.size();
+  const size_t per_group = prompt_cells(c.sweep);
   std::vector<NeedleGroup> groups;
   for (uint32_t length : c.prompts.lengths)
     for (double depth : c.prompts.depths) groups.push_back({length, depth, groups.size() * per_group});
@@ -231,10 +231,9 @@ std::vector<NeedleResult> run_needle(const vk::Device& device, const Checkpoint&
   check_sweep(c.sweep);
   check_sequence_length(checkpoint.config(), *std::max_element(p.lengths.begin(), p.lengths.end()));
 
-  const size_t per_group = needle_cells(c).keys.size() / needle_groups(c).size();
   size_t wanted_cells = 0;
   const std::vector<NeedleGroup> groups = groups_with_wanted_cells(
-      needle_groups(c), per_group, [&](size_t cell) { return hooks.want(cell); }, wanted_cells);
+      needle_groups(c), prompt_cells(c.sweep), [&](size_t cell) { return hooks.want(cell); }, wanted_cells);
   const size_t runs = wanted_cells * p.samples;
   NeedleCells cells(p.samples, runs, progress, hooks);
   if (groups.empty()) return {};

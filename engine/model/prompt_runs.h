@@ -36,6 +36,12 @@ void run_prompt_cells(Model& model, const MethodSweep& sweep, const std::vector<
                       const std::function<bool(size_t cell)>& wanted, const AnswerFrom& answer,
                       const std::function<void(const PromptRun& run, const std::string& said)>& said);
 
+// The cells of one prompt of a sweep, the order run_prompt_cells gives them:
+// dense (if swept), then each method and budget.
+inline size_t prompt_cells(const MethodSweep& sweep) {
+  return (sweep.has_dense() ? 1 : 0) + sweep.selection_methods().size() * sweep.budgets.size();
+}
+
 // The groups of a prompt sweep (needle's (length, depth), RULER's (task,
 // length)) that hold a cell `want` keeps, each group `per_group` cells from
 // its first_cell, and in `cells` how many cells they keep: a shard or a

@@ -17,14 +17,10 @@ struct RulerGroup {
   size_t first_cell;
 };
 
-size_t cells_per_group(const model::MethodSweep& sweep) {
-  return (sweep.has_dense() ? 1 : 0) + sweep.selection_methods().size() * sweep.budgets.size();
-}
-
 std::vector<RulerGroup> ruler_groups(const RulerConfig& c) {
   std::vector<RulerGroup> groups;
   for (uint32_t length : c.lengths)
-    for (const std::string& name : c.tasks) groups.push_back({&find_task(name), length, groups.size() * cells_per_group(c.sweep)});
+    for (const std::string& name : c.tasks) groups.push_back({&find_task(name), length, groups.size() * model::prompt_cells(c.sweep)});
   return groups;
 }
 
@@ -34,7 +30,7 @@ sweep::SweepCells ruler_cells(const RulerConfig& c) {
   sweep::SweepCells cells;
   const std::string regime = model::regime_name(c.sweep.regime);
   const bool decode = c.sweep.regime == model::Regime::decode;
-  const double runs = double(cells_per_group(c.sweep));
+  const double runs = double(model::prompt_cells(c.sweep));
   const double prefills = (c.sweep.has_dense() || decode ? 1 : 0) + (decode ? 0 : runs - (c.sweep.has_dense() ? 1 : 0));
   for (const RulerGroup& g : ruler_groups(c)) {
     const uint32_t group = uint32_t(cells.group_costs.size());
@@ -89,7 +85,7 @@ std::vector<RulerResult> run_ruler(const vk::Device& device, const model::Checkp
 
   size_t wanted_cells = 0;
   const std::vector<RulerGroup> groups = model::groups_with_wanted_cells(
-      ruler_groups(c), cells_per_group(c.sweep), [&](size_t cell) { return hooks.want(cell); }, wanted_cells);
+      ruler_groups(c), model::prompt_cells(c.sweep), [&](size_t cell) { return hooks.want(cell); }, wanted_cells);
   const size_t runs = wanted_cells * c.samples;
   std::map<size_t, RulerResult> cells;  // by cell: the sweep's order
   if (groups.empty()) return {};
