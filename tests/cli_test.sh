@@ -106,7 +106,7 @@ grep -q "RULER at 400 tokens" "$work/out" && grep -q '"score"' "$work/r.json" &&
 expect 2 "ruler with an unknown task" -- "$kvscope" ruler --model "$debian5m" --tasks qa_1
 expect 2 "ruler with a length too short for vt" -- "$kvscope" ruler --model "$debian5m" --tasks vt --lengths 512 --methods dense
 expect 2 "ruler with a missing word list" -- "$kvscope" ruler --model "$debian5m" --words "$work/no-words.txt"
-expect 0 "ppl with dense and quest, both regimes" -- "$kvscope" --debug-sync ppl --model "$debian5m" --length 200 --scored 20 \
+expect 0 "ppl with dense and quest, both regimes" -- "$kvscope" --debug-sync ppl --model "$debian5m" --length 128 --scored 20 \
   --methods dense,quest --budgets 32 --regime both --chunk 64 --json "$work/p.json"
 grep -q '"perplexity"' "$work/p.json" && [ "$(grep -c '"regime"' "$work/p.json")" = 4 ] ||
   { echo "FAIL: ppl's JSON lacks a run"; failures=$((failures + 1)); }
@@ -159,12 +159,12 @@ expect 0 "generate with random weights and token ids" -- "$kvscope" --debug-sync
 grep -Eq "^( [0-9]+){4}$" "$work/out" || { echo "FAIL: generate with random weights printed no token ids"; failures=$((failures + 1)); }
 # A paper's table in one process: budgets as a share of the prompt, Fier per
 # query head and per KV head, a prefill table per chunk size.
-expect 0 "speed with random weights" -- "$kvscope" speed --model "$shape" --random-weights --length 200 --steps 2 --rounds 1 \
+expect 0 "speed with random weights" -- "$kvscope" speed --model "$shape" --random-weights --length 100 --steps 2 --rounds 1 \
   --methods dense,fier --budgets 10% --gqa-agg head,max --chunk 32,64 --json "$work/r.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); d,p=j["decode"],j["prefill"]
-assert [(r["method"],r["variant"],r["budget"]) for r in d["results"]] == [("dense","",0),("fier","gqa-agg=head",20),("fier","gqa-agg=max",20)]
+assert [(r["method"],r["variant"],r["budget"]) for r in d["results"]] == [("dense","",0),("fier","gqa-agg=head",10),("fier","gqa-agg=max",10)]
 assert [t["chunk"] for t in p] == [32,64] and all(len(t["results"]) == 3 for t in p)' "$work/r.json" ||
-  { echo "FAIL: speed with random weights: Fier per head and per KV head at 10% of 200 keys, prefill tables at chunks 32 and 64"; failures=$((failures + 1)); }
+  { echo "FAIL: speed with random weights: Fier per head and per KV head at 10% of 100 keys, prefill tables at chunks 32 and 64"; failures=$((failures + 1)); }
 expect 2 "speed with a percentage over 100" -- "$kvscope" speed --model "$shape" --random-weights --budgets 120%
 expect 2 "needle with a percentage budget" -- "$kvscope" needle --model "$debian5m" --budgets 3%
 expect 2 "needle with random weights and no tokenizer" -- "$kvscope" needle --model "$shape" --random-weights --lengths 256

@@ -149,6 +149,10 @@ TEST(Gguf, RefusesBadHeadersCountsTypesAndOffsets) {
   expect_refused(patched(q + 4, &many, 8), "more elements than the file holds");
   const uint64_t odd_row = 48;  // a Q8_0 row of 48 is not whole blocks
   expect_refused(patched(after_name("blk.0.ffn_down.weight") + 4, &odd_row, 8), "whole blocks");
+  // A string that is not UTF-8 (GGUF's strings are), in a value and in a key.
+  const uint8_t bad_byte = 0xff;
+  expect_refused(patched(after_name("general.architecture") + 4 + 8, &bad_byte, 1), "a string that is not UTF-8");
+  expect_refused(patched(24 + 8, &bad_byte, 1), "a metadata key that is not UTF-8");
 }
 
 // A llama file's metadata as the config.json it stands for: the llama.* keys,

@@ -7,6 +7,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <unicode/utf8.h>
+
 #include "error.h"
 #include "model/config.h"
 #include "model/split_patterns.h"
@@ -43,7 +45,14 @@ class Reader {
   std::string text(const char* what) {
     const uint64_t length = scalar<uint64_t>(what);
     if (length > left()) fail(std::string(what) + " of " + std::to_string(length) + " bytes past the end");
+    if (length > uint64_t(INT32_MAX)) fail(std::string(what) + " of " + std::to_string(length) + " bytes (2 GiB at most)");
     std::string s(reinterpret_cast<const char*>(bytes_.data() + at_), size_t(length));
+    // GGUF's strings are UTF-8; refused here, a bad byte would fail later in the JSON that carries the tokenizer and config.
+    for (int32_t i = 0; i < int32_t(s.size());) {
+      UChar32 c;
+      U8_NEXT(s.data(), i, int32_t(s.size()), c);
+      if (c < 0) fail(std::string(what) + " that is not UTF-8");
+    }
     at_ += size_t(length);
     return s;
   }
