@@ -143,6 +143,10 @@ const AttentionShape kManyPages{4, 2, 16500, 32};
 // 1024 workgroups: with pages of 1 token, the last blocks here take 4 parts
 // (kManyPages) and 2 (kMostPages); every smaller case takes 8.
 const AttentionShape kMostPages{4, 2, 33000, 32};
+// MHA: Quest's page scores and top-k in one dispatch (quest_page_topk), here
+// over 4,500 pages of 2 (under the staged row even at lavapipe's 32 KiB), from
+// 71 workgroups a KV head.
+const AttentionShape kManyPagesMha{4, 4, 9000, 32};
 // KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
 // full round and the rest.
 const AttentionShape kManySplits{4, 2, 13000, 128};
@@ -188,6 +192,7 @@ std::vector<MethodCase> method_cases() {
     if (mode == Mode::decode) {  // prefill takes the same parts, at 8 and 21 s on lavapipe
       cases.push_back({"quest", mode, kManyPages, DType::f16, 64, "p1"});
       cases.push_back({"quest", mode, kMostPages, DType::f16, 64, "p1"});
+      cases.push_back({"quest", mode, kManyPagesMha, DType::f16, 64, "p2"});
     }
     cases.push_back({"keydiff", mode, kManySplits, DType::f16, 64, ""});
     cases.push_back({"keydiff", mode, kKeyOf40, DType::f16, 64, ""});
