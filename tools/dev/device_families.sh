@@ -10,7 +10,7 @@ set -u
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 F=/tmp/families
 python3 tools/dev/tiny_families.py --tokenizer assets/models/llama-debian-5m --out $F > /tmp/families.txt
-head -c 4000 README.md > /tmp/family_prompt.txt
+head -c 4000 assets/text/licenses.txt > /tmp/family_prompt.txt  # a fixed text (docs/model.md's table used the README of its day)
 for dir in $(cat /tmp/families.txt); do
   name=$(basename $dir)
   $B/kvscope generate --model $dir --prompt-file /tmp/family_prompt.txt --steps 1 --logits /tmp/$name.safetensors > /dev/null ||

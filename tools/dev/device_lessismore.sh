@@ -5,7 +5,7 @@
 # KVSCOPE_GL naming their folder: the 64 MiB that travel hold the model only
 # with the bundled captures and the 5m model's weights left behind, untracked
 # for the call): kvscope needle, passkey and key-value, 2k-16k,
-# decode with every method a model run takes (the README's tables and
+# decode with every method a model run takes (docs/results.md's tables and
 # heatmaps), prefill with dense, QuoKA and LessIsMore; kvscope ppl in both
 # regimes; a 16k passkey capture of every layer and kvscope eval on it.
 # PART=speed (carry .gl, and .devbin holding kvscope and kvscope_tests):

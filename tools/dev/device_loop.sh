@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# With the model in the loop, on the GPU machine (README "With the model in the
+# With the model in the loop, on the GPU machine (docs/results.md "With the model in the
 # loop"): kvscope needle (passkey and key-value, decode and prefill regimes) and
 # kvscope ppl with llama-debian-27m, then generate's speed with each method
 # and kvscope speed's interleaved runs in both regimes, beside

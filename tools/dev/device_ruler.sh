@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RULER on the GPU machine (README "RULER"): llama-debian-27m on niah_single_1
+# RULER on the GPU machine (docs/results.md "RULER"): llama-debian-27m on niah_single_1
 # and niah_multikey_2 at 4k-16k with dense and each seed method, in the decode
 # regime (Quest, Fier, QuoKA, StreamingLLM) and the prefill regime (QuoKA,
 # StreamingLLM); then the command on the bundled llama-debian-5m.

@@ -2,7 +2,7 @@
 
     PYTHONPATH=build/python python3 tools/figures/recall_vs_budget.py docs/recall-vs-budget.png
 
-The README's Python example, as a script: a sweep of methods and budgets through kvscope.evaluate, a
+The Python example of docs/usage.md, as a script: a sweep of methods and budgets through kvscope.evaluate, a
 table per method, and the figure (tools/figures/kvscope_figures.py).
 """
 import os

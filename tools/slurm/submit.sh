@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A kvscope sweep (needle, ppl, speed or eval) as a Slurm array job, one
 # shard a task and one GPU each, then its merge as a job that waits for the
-# array. Prints the two job ids; the results land in OUT (README, "Sweeps on
-# a cluster").
+# array. Prints the two job ids; the results land in OUT (docs/usage.md, "Sweeps that
+# lose nothing").
 #   bash tools/slurm/submit.sh [--shards N] [--gpus-per-task G] [--out DIR]
 #        [--wait] [--kvscope PATH] [--sbatch "OPTIONS"] -- COMMAND ARGS...
 #   --shards N         array tasks, one shard each (default 4)
