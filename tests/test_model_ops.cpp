@@ -195,13 +195,14 @@ TEST_P(ModelOpsByType, LinearOnCooperativeMatrix2MatchesFloat64) {
 // A decode step's fused linear layers (model_matvec.comp): q, k and v of
 // different heights from one input in one dispatch, with biases and the
 // input's RMSNorm on the way, onto a residual; and SwiGLU's gate and up with
-// their product as output. Inputs of 600 (16-byte pieces) and 46 (pairs).
+// their product as output. Inputs of 600 (16-byte pieces, staged in shared
+// memory), 8200 (16-byte pieces, past what is staged) and 46 (pairs).
 TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
   const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   const float eps = 1e-5f;
-  for (uint32_t n_in : {600u, 46u})
+  for (uint32_t n_in : {600u, 8200u, 46u})
     for (bool gated : {false, true})
       for (bool norm : {false, true}) {
         SCOPED_TRACE("inputs " + std::to_string(n_in) + (gated ? ", gated" : "") + (norm ? ", norm" : ""));

@@ -4,7 +4,8 @@
 # fused (quest_page_topk) against its two dispatches (KVSCOPE_QUEST_FUSED=0)
 # in the bench at MHA 32k and 128k and per KV head at GQA, and end to end on
 # Llama-2-7B's MHA shape at 32k; dense decode in F16 and BF16; the 8B dense
-# decode step by stage; cuBLAS's one-token products and the copy bandwidth.
+# decode step by stage with model_matvec's input staged and not
+# (KVSCOPE_MATVEC_STAGED=0); cuBLAS's one-token products and the copy bandwidth.
 # PARTS (quest,dense,model,cublas) chooses; results into $OUT.
 set -u
 for f in .icu/*.deb .devbin/wamerican_*.deb; do dpkg -x "$f" / 2>/dev/null; done
@@ -35,8 +36,11 @@ if has dense; then
 fi
 if has model; then
   for L in 32768 131000; do
-    $K speed --model assets/shapes/llama-3.1-8b.json --random-weights --regime decode --length $L --chunk 2048 --steps 16 \
-      --rounds 1 --methods dense --json $OUT/speed8b_$L.json 2>&1 | tail -3
+    for staged in 0 1; do
+      echo "=== 8B dense decode at $L, KVSCOPE_MATVEC_STAGED=$staged"
+      KVSCOPE_MATVEC_STAGED=$staged $K speed --model assets/shapes/llama-3.1-8b.json --random-weights --regime decode \
+        --length $L --chunk 2048 --steps 16 --rounds 1 --methods dense --json $OUT/speed8b_${L}_staged$staged.json 2>&1 | tail -3
+    done
   done
 fi
 has cublas && python3 tools/peers/bench_linear.py --config assets/shapes/llama-3.1-8b.json --tokens 1 | tee $OUT/cublas.jsonl | cut -c1-300
