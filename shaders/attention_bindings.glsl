@@ -1,7 +1,7 @@
 // Bindings, push constants, loads and the key-list walk shared by the three
 // attention partial kernels (attention_tile.glsl and attention_chunk.glsl for
 // chunks, attention_decode.glsl for one query); the C++ owner
-// (engine/attention.cpp) binds them all the same way.
+// (engine/kernels/attention.cpp) binds them all the same way.
 // The including kernel defines KEY_LIST and includes load.glsl first.
 layout(std430, binding = 0) readonly buffer Queries { uvec4 queries[]; };   // [H, n_queries, d]
 layout(std430, binding = 1) readonly buffer Keys { uvec4 keys[]; };         // [G, T, d]

@@ -6,7 +6,7 @@
 // keys and values only; attention_tile.glsl serves every other device and type.
 //
 // A workgroup is SUBGROUPS subgroups of 32 (8, or 4 where shared memory holds
-// no more: engine/attention.cpp); each owns 16 of the tile's (head, query)
+// no more: engine/kernels/attention.cpp); each owns 16 of the tile's (head, query)
 // rows, keeps its queries as fp16 fragments and its outputs as fp32 fragments
 // for the whole split. Per 32 key slots, which all subgroups share: keys and
 // values are copied raw (no conversion) to shared memory; S = Q K^T on tensor

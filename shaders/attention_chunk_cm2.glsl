@@ -2,7 +2,7 @@
 // a prefill chunk's queries over one split of a key list, FlashAttention-2's
 // loop on tensor cores through VK_NV_cooperative_matrix2. The engine runs it
 // where Device::cooperative_matrix2() and the keys are fp16
-// (engine/attention.cpp); attention_chunk.glsl serves devices with only
+// (engine/kernels/attention.cpp); attention_chunk.glsl serves devices with only
 // subgroup fragments. Outputs as the other partial kernels': per (head,
 // query) row and split, the unnormalised O and (max, sum) of the logits in
 // log2 units, for attention_merge.
@@ -22,7 +22,7 @@
 //
 // On the H100 (driver 580) this kernel ran slower than attention_chunk.glsl's
 // KHR version, so the engine takes it only on request
-// (KVSCOPE_COOPERATIVE_MATRIX2=1; engine/kernel_choice.h, docs/perf.md).
+// (KVSCOPE_COOPERATIVE_MATRIX2=1; engine/kernels/kernel_choice.h, docs/perf.md).
 // The including kernel defines KEY_LIST: 0 = keys [0, position], 1 = a list.
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_memory_scope_semantics : require

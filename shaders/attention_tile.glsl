@@ -9,7 +9,7 @@
 // vk::DeviceInfo::costly_values_across_barriers), whose LLVM compile of 16
 // accumulators an invocation kept across the loop's barriers took 9-13 s a
 // variant, under 1 s from shared memory (docs/perf-experiments.md).
-// engine/attention.cpp's tile_loop_iterations counts this kernel's loops per
+// engine/kernels/attention.cpp's tile_loop_iterations counts this kernel's loops per
 // key tile: lavapipe ends an invocation's loops after 65535 iterations
 // (vk::DeviceInfo::loop_limit), so the splits there are sized from it. Keep
 // the two in step. (Unrolling the inner loops would cut the count, but lavapipe

@@ -22,7 +22,7 @@ uvec4 pack8(vec4 a, vec4 b) {
 
 // This workgroup's tiles [x, y) of `tiles` shared among the dispatch's
 // workgroups along x, as evenly as integer division makes it (the long rows'
-// top-k slices, engine/topk.cpp).
+// top-k slices, engine/kernels/topk.cpp).
 uvec2 workgroup_tiles(uint tiles) {
   return uvec2(gl_WorkGroupID.x * tiles / gl_NumWorkGroups.x, (gl_WorkGroupID.x + 1u) * tiles / gl_NumWorkGroups.x);
 }

@@ -47,7 +47,7 @@ KV_PUSH_STRUCT(AttentionPartialPush, ATTENTION_PARTIAL_FIELDS)
 // (head, query) rows a subgroup, and the row stride (floats) of a subgroup's
 // region of shared memory through which its O leaves, padded against bank
 // conflicts.
-// engine/attention.cpp sizes the kernel's shared memory from them.
+// engine/kernels/attention.cpp sizes the kernel's shared memory from them.
 #define ATTENTION_CHUNK_KEY_TILE 32u
 #define ATTENTION_CHUNK_S_STRIDE (ATTENTION_CHUNK_KEY_TILE + 8u)
 

@@ -21,7 +21,7 @@
 //
 // On the H100 (driver 580) it ran at a third of model_matmul_matrix's KHR
 // version, so the engine takes it only on request (KVSCOPE_COOPERATIVE_MATRIX2=1;
-// engine/kernel_choice.h, docs/perf.md).
+// engine/kernels/kernel_choice.h, docs/perf.md).
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int16 : require
 #extension GL_KHR_memory_scope_semantics : require

@@ -16,7 +16,7 @@ const uint BINS_PER_INVOCATION = TOPK_BINS / WORKGROUP;
 layout(push_constant) uniform TopKPush { TOPK_FIELDS } pc;
 #endif
 
-// WORKGROUP / the device's subgroup size (engine/topk.cpp).
+// WORKGROUP / the device's subgroup size (engine/kernels/topk.cpp).
 layout(constant_id = 1) const uint SUBGROUPS = WORKGROUP / 32u;
 
 // Larger float, larger key; -0 counts as +0 and NaN as the lowest score.

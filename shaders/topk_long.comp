@@ -44,7 +44,7 @@ layout(std430, binding = 5) coherent buffer Ordered { uvec2 ordered[]; };    // 
 #define TOPK_VECTORS 2u
 
 // Keys (and indices) shared memory holds: what the device's shared memory
-// leaves after the other arrays (engine/topk.cpp).
+// leaves after the other arrays (engine/kernels/topk.cpp).
 layout(constant_id = 0) const uint ENTRY_CAPACITY = 4096u;
 shared uvec2 entries[ENTRY_CAPACITY];  // (key, index in the row)
 // The candidates are `entries`, or from ordered_first on `ordered` (a list

@@ -24,7 +24,7 @@ layout(std430, binding = 1) writeonly buffer Indices { int indices[]; };  // [ro
 const uint PER_INVOCATION = 8u;  // loads in flight per invocation
 
 // Candidates a row may have: TOPK_ROW_MAX, or fewer where shared memory is
-// smaller (engine/topk.cpp); a multiple of the workgroup.
+// smaller (engine/kernels/topk.cpp); a multiple of the workgroup.
 layout(constant_id = 0) const uint ROW_CAPACITY = TOPK_ROW_MAX;
 shared uint row_keys[ROW_CAPACITY + ROW_CAPACITY / 32u];
 

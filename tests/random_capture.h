@@ -4,7 +4,7 @@
 #include <random>
 #include <string>
 
-#include "capture.h"
+#include "io/capture.h"
 #include "temp_files.h"
 
 namespace kv::test {

@@ -9,11 +9,11 @@
 #include <fstream>
 #include <random>
 
-#include "capture.h"
-#include "safetensors.h"
-#include "selection_file.h"
+#include "io/capture.h"
+#include "io/safetensors.h"
+#include "io/selection_file.h"
 #include "temp_files.h"
-#include "error.h"
+#include "base/error.h"
 
 namespace kv {
 namespace {

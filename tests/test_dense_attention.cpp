@@ -3,9 +3,9 @@
 #include <cmath>
 #include <random>
 
-#include "attention.h"
-#include "fragment_layout.h"
-#include "kernel_choice.h"
+#include "kernels/attention.h"
+#include "kernels/fragment_layout.h"
+#include "kernels/kernel_choice.h"
 #include "reference/dense_attention.h"
 #include "test_device.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/config.h"
 #include "model/gguf.h"
 #include "gguf_writer.h"

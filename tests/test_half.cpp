@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-#include "half.h"
+#include "base/half.h"
 
 namespace kv {
 namespace {

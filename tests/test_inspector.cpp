@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "evaluator.h"
-#include "inspector.h"
+#include "eval/evaluator.h"
+#include "eval/inspector.h"
 #include "random_capture.h"
 #include "reference/query_stats.h"
 #include "test_device.h"

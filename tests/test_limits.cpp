@@ -1,6 +1,6 @@
 // Sizes beyond the device are refused before anything is allocated,
 // with a one-line error that names both numbers.
-#include "error.h"
+#include "base/error.h"
 #include "test_device.h"
 #include "vk/buffer.h"
 

@@ -2,10 +2,10 @@
 // loop of an invocation ends once the invocation has completed 65535 loop
 // iterations in all (each loop's exit test counts as one), with no error; on
 // other devices a loop runs to its end. Attention sizes its splits from this
-// number (engine/attention.cpp), so the number must be the device's.
+// number (engine/kernels/attention.cpp), so the number must be the device's.
 #include "../shaders/layouts.h"
 #include "loop_probe.spv.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "test_device.h"
 #include "vk/buffer.h"
 #include "vk/kernel.h"

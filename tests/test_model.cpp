@@ -11,9 +11,9 @@
 #include <random>
 #include <set>
 
-#include "capture.h"
+#include "io/capture.h"
 #include "gguf_writer.h"
-#include "error.h"
+#include "base/error.h"
 #include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/model.h"

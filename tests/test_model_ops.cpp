@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "capture.h"
+#include "io/capture.h"
 #include "model/kernels.h"
 #include "model/random_weights.h"
 #include "random_capture.h"

@@ -27,8 +27,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "capture.h"
-#include "evaluator.h"
+#include "io/capture.h"
+#include "eval/evaluator.h"
 #include "methods/table.h"
 #include "test_device.h"
 

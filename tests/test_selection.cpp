@@ -7,16 +7,16 @@
 #include <filesystem>
 #include <random>
 
-#include "evaluator.h"
-#include "fragment_layout.h"
-#include "inspector.h"
+#include "eval/evaluator.h"
+#include "kernels/fragment_layout.h"
+#include "eval/inspector.h"
 #include "random_capture.h"
 #include "temp_files.h"
 #include "methods/fier_keys.h"
 #include "methods/quest_pages.h"
 #include "methods/table.h"
 #include "reference/selection.h"
-#include "synth.h"
+#include "io/synth.h"
 #include "test_device.h"
 
 namespace kv {

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <iterator>
 
-#include "capture.h"
+#include "io/capture.h"
 #include "temp_files.h"
-#include "synth.h"
+#include "io/synth.h"
 
 namespace kv {
 namespace {

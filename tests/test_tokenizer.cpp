@@ -13,11 +13,11 @@
 #include <tuple>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/chat.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
-#include "random.h"
+#include "base/random.h"
 
 namespace kv {
 namespace {

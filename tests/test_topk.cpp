@@ -4,7 +4,7 @@
 #include <random>
 
 #include "test_device.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "error.h"
+#include "base/error.h"
 #include "methods/table.h"
 #include "style.h"
 

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "capture.h"
-#include "evaluator.h"
-#include "inspector.h"
+#include "io/capture.h"
+#include "eval/evaluator.h"
+#include "eval/inspector.h"
 #include "methods/table.h"
 #include "needle_results.h"
-#include "query_stats.h"
+#include "kernels/query_stats.h"
 
 namespace kv::viewer {
 

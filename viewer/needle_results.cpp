@@ -3,7 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::viewer {
 

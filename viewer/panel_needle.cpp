@@ -13,7 +13,7 @@
 #include <set>
 
 #include "app.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/needle.h"

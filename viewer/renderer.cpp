@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "error.h"
+#include "base/error.h"
 #include "vk/buffer.h"
 #include "vk/check.h"
 

@@ -7,10 +7,10 @@
 #include "fier_approx_scores.spv.h"
 #include "fier_bitplane_scores.spv.h"
 #include "methods/fier_keys.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/table.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "../shaders/layouts.h"
 #include "fier_quantize_keys.spv.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 
 namespace kv {
 

@@ -4,9 +4,9 @@
 #include "keydiff_anchor.spv.h"
 #include "keydiff_key_sums.spv.h"
 #include "keydiff_scores.spv.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/table.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

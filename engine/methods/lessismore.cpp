@@ -3,14 +3,14 @@
 #include <algorithm>
 
 #include "../shaders/layouts.h"
-#include "error.h"
-#include "layer_kernel.h"
+#include "base/error.h"
+#include "kernels/layer_kernel.h"
 #include "lessismore_finish.spv.h"
 #include "lessismore_rank.spv.h"
 #include "lessismore_scores.spv.h"
 #include "methods/mean_query.h"
 #include "methods/table.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 

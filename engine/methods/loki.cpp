@@ -2,15 +2,15 @@
 // principal subspace of keys (basis from the capture's keys, once per cache),
 // then top-k. Prefill scores the chunk's mean query.
 #include "../shaders/layouts.h"
-#include "error.h"
+#include "base/error.h"
 #include "loki_project_keys.spv.h"
 #include "loki_project_query.spv.h"
 #include "loki_scores.spv.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/pca.h"
 #include "methods/table.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "../shaders/layouts.h"
 #include "mean_query.spv.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 
 namespace kv {
 

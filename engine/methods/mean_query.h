@@ -1,5 +1,5 @@
 #pragma once
-#include "gpu_layer.h"
+#include "kernels/gpu_layer.h"
 #include "vk/kernel.h"
 #include "vk/pass.h"
 

@@ -3,11 +3,11 @@
 #include <limits>
 
 #include "../shaders/layouts.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/table.h"
 #include "oracle_decode_scores.spv.h"
 #include "oracle_prefill_scores.spv.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -2,13 +2,13 @@
 // Prefill scores the chunk's mean query, and treats the last past key's page
 // as decode treats the page holding t (docs/methods.md).
 #include "../shaders/layouts.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/quest_pages.h"
 #include "methods/table.h"
 #include "quest_page_scores.spv.h"
 #include "quest_page_topk.spv.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 #include <cstdlib>
 #include <cstring>

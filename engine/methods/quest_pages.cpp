@@ -1,7 +1,7 @@
 #include "methods/quest_pages.h"
 
 #include "../shaders/layouts.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "quest_page_minmax.spv.h"
 
 namespace kv {

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "../shaders/layouts.h"
-#include "fragment_layout.h"
-#include "layer_kernel.h"
+#include "kernels/fragment_layout.h"
+#include "kernels/layer_kernel.h"
 #include "methods/table.h"
 #include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
@@ -14,7 +14,7 @@
 #include "quoka_key_scores_matrix.spv.h"
 #include "quoka_key_scores_matrix_khr.spv.h"
 #include "quoka_query_cosine.spv.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -1,12 +1,12 @@
 // SparQ (docs/methods.md): per query head, scores from the r largest-magnitude
 // query components, then top-k. Prefill scores the chunk's mean query.
 #include "../shaders/layouts.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/table.h"
 #include "sparq_kept_query.spv.h"
 #include "sparq_scores.spv.h"
-#include "topk.h"
+#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "../shaders/layouts.h"
-#include "error.h"
+#include "base/error.h"
 
 namespace kv {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "method.h"
+#include "methods/method.h"
 
 namespace kv {
 

@@ -1,9 +1,9 @@
 // TOVA (docs/methods.md): the layer's mean attention of the block's last
 // query, top-k, one set shared by all heads.
 #include "../shaders/layouts.h"
-#include "layer_kernel.h"
+#include "kernels/layer_kernel.h"
 #include "methods/table.h"
-#include "topk.h"
+#include "kernels/topk.h"
 #include "tova_scores.spv.h"
 
 namespace kv {

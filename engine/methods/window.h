@@ -3,7 +3,7 @@
 // their GPU pipeline and their float64 reference (docs/methods.md).
 #include <cstdint>
 
-#include "method.h"
+#include "methods/method.h"
 
 namespace kv {
 

@@ -1,6 +1,6 @@
 #include "model/chat.h"
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::model {
 

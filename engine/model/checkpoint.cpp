@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "error.h"
-#include "half.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "model/files.h"
 #include "model/gguf.h"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "model/config.h"
-#include "mapped_file.h"
-#include "safetensors.h"
+#include "io/mapped_file.h"
+#include "io/safetensors.h"
 
 namespace kv::model {
 

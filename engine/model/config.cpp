@@ -7,7 +7,7 @@
 #include <numbers>
 #include <sstream>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/files.h"
 
 namespace kv::model {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::model {
 

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/files.h"
 #include "model/model.h"
 #include "model/prompts.h"
-#include "random.h"
+#include "base/random.h"
 
 namespace kv::model {
 

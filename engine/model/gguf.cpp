@@ -9,7 +9,7 @@
 
 #include <unicode/utf8.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/config.h"
 #include "model/split_patterns.h"
 

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "element_type.h"
-#include "layer_kernel.h"
+#include "kernels/element_type.h"
+#include "kernels/layer_kernel.h"
 #include "model_argmax.spv.h"
 #include "model_embed.spv.h"
 #include "model_matmul.spv.h"

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "error.h"
-#include "block_step.h"
+#include "base/error.h"
+#include "methods/block_step.h"
 #include "model/random_weights.h"
 
 namespace kv::model {

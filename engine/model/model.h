@@ -1,7 +1,9 @@
 #pragma once
+// Room model/: the model runner (files, tokenizers, the forward pass, selection
+// inside it, needle, ppl, speed); it includes base/ to methods/ and the other top rooms.
 // A Llama-family decoder on the GPU: weights uploaded once, a KV cache sized
 // to the run, and the forward pass as kvscope's kernels (embedding, RMSNorm,
-// linear layers, RoPE into the cache, attention through engine/attention.h,
+// linear layers, RoPE into the cache, attention through kernels/attention.h,
 // SwiGLU, the LM head, greedy choice). Prefill runs in chunks of at most
 // `chunk` tokens; a decode step is a chunk of one.
 #include <cstdint>
@@ -13,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "attention.h"
-#include "gpu_layer.h"
+#include "kernels/attention.h"
+#include "kernels/gpu_layer.h"
 #include "model/checkpoint.h"
 #include "model/kernels.h"
 #include "model/selection_plan.h"

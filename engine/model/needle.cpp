@@ -6,7 +6,7 @@
 #include <random>
 #include <tuple>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/chat.h"
 #include "model/model.h"
 #include "model/prompt_runs.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "capture.h"
+#include "io/capture.h"
 #include "model/checkpoint.h"
 #include "model/prompts.h"
 #include "model/selection_plan.h"

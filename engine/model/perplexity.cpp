@@ -4,7 +4,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/model.h"
 #include "model/prompts.h"
 

@@ -1,6 +1,6 @@
 #include "model/prompt_capture.h"
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::model {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "capture.h"
+#include "io/capture.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "model/prompts.h"

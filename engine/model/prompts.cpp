@@ -3,7 +3,7 @@
 #include <cmath>
 #include <utility>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::model {
 namespace {

@@ -1,6 +1,6 @@
 #include "model/random_weights.h"
 
-#include "capture.h"
+#include "io/capture.h"
 
 namespace kv::model {
 namespace {

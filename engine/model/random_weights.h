@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 namespace kv::model {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "method_options.h"
+#include "methods/method_options.h"
 
 namespace kv::model {
 

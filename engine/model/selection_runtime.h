@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_layer.h"
-#include "method.h"
+#include "kernels/gpu_layer.h"
+#include "methods/method.h"
 #include "model/selection_plan.h"
 #include "vk/pass.h"
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "error.h"
-#include "median.h"
+#include "base/error.h"
+#include "base/median.h"
 #include "methods/table.h"
 #include "model/model.h"
 

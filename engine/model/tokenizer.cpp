@@ -17,7 +17,7 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/files.h"
 #include "model/split_patterns.h"
 

@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "capture.h"
+#include "io/capture.h"
 
 namespace kv::reference {
 

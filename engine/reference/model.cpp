@@ -3,8 +3,8 @@
 #include <cmath>
 #include <optional>
 
-#include "error.h"
-#include "half.h"
+#include "base/error.h"
+#include "base/half.h"
 
 namespace kv::reference {
 namespace {

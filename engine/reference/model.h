@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "block.h"
+#include "io/block.h"
 #include "model/checkpoint.h"
 #include "reference/selection.h"
 

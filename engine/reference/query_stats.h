@@ -1,5 +1,5 @@
 #pragma once
-#include "../query_stats.h"
+#include "kernels/query_stats.h"
 
 namespace kv::reference {
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <numeric>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::reference {
 namespace {

@@ -1,11 +1,13 @@
 #pragma once
+// Room reference/: the float64 CPU references of every kernel, linked only by
+// the tests and `kvscope dense --check`; it may include any CPU-only header.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "capture.h"
-#include "block.h"
-#include "method_options.h"
+#include "io/capture.h"
+#include "io/block.h"
+#include "methods/method_options.h"
 
 namespace kv::reference {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/model.h"
 #include "model/prompt_runs.h"
 #include "model/prompts.h"

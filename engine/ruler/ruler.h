@@ -1,4 +1,6 @@
 #pragma once
+// Room ruler/: RULER's synthetic tasks run through the model; it includes
+// base/ to methods/ and the other top rooms.
 // RULER's synthetic tasks (ruler/tasks.h) with each method inside the model:
 // for every task and length, --samples prompts run with dense and each method
 // and budget in the regime asked (model/prompt_runs.h), the answer generated

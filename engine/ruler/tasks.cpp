@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/chat.h"
 #include "model/prompts.h"
 

@@ -10,7 +10,7 @@
 #include <stb_image_write.h>
 #include <stb_easy_font.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "sweep/results.h"
 #include "methods/table.h"
 

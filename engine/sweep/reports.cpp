@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/needle.h"
 #include "sweep/needle_plot.h"
 

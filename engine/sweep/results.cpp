@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::sweep {
 namespace {

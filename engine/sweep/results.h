@@ -1,4 +1,6 @@
 #pragma once
+// Room sweep/: a sweep's results file, shards and reports; it includes base/ to
+// methods/ and the other top rooms.
 // A sweep's results as they finish. A sweep (needle, ppl, speed, eval) is a
 // list of cells in the order one run reports them; cells that share work (a
 // prompt's prefill, a layer's dense references, a speed table's rounds) form

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "error.h"
+#include "base/error.h"
 #include "vk/check.h"
 
 namespace kv::vk {

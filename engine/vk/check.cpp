@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::vk {
 

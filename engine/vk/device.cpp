@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "error.h"
+#include "base/error.h"
 #include "vk/check.h"
 #include "vk/khr_cooperative_matrix.h"
 #include "vk/nv_cooperative_matrix2.h"

@@ -1,4 +1,6 @@
 #pragma once
+// Room vk/: Vulkan itself, one RAII owner per object (device, buffer, kernel,
+// pass); it includes only base/.
 #include <vulkan/vulkan.h>
 
 #include <atomic>
@@ -146,7 +148,7 @@ class Device {
   // them (DeviceInfo::cooperative_matrix2) and no validation layer was asked
   // for, which (Debian 12's, 1.3.239) knows neither the extension nor its
   // SPIR-V capabilities. The engine also needs a build that wrote them
-  // (KVSCOPE_COOPERATIVE_MATRIX2: engine/kernel_choice.h).
+  // (KVSCOPE_COOPERATIVE_MATRIX2: engine/kernels/kernel_choice.h).
   bool cooperative_matrix2() const { return cooperative_matrix2_; }
 
   // The pipeline built for `key` (Kernel's: its name, SPIR-V, layout and

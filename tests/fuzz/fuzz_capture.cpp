@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "capture.h"
-#include "error.h"
+#include "io/capture.h"
+#include "base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The reader maps a file, so the input goes through one (per process).

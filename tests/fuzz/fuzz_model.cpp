@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "error.h"
+#include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/gguf.h"

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "error.h"
-#include "selection_file.h"
+#include "base/error.h"
+#include "io/selection_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::filesystem::path path =

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <sstream>
 
-#include "error.h"
+#include "base/error.h"
 
 namespace kv::cli {
 namespace {

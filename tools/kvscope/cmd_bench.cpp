@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
-#include "bench.h"
+#include "eval/bench.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 #include "method_args.h"
 #include "methods/table.h"

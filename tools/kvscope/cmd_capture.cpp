@@ -3,9 +3,9 @@
 #include <sstream>
 
 #include "args.h"
-#include "capture.h"
+#include "io/capture.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
@@ -13,7 +13,7 @@
 #include "model/prompt_capture.h"
 #include "model/prompts.h"
 #include "model/tokenizer.h"
-#include "random.h"
+#include "base/random.h"
 #include "validation.h"
 
 namespace kv::cli {

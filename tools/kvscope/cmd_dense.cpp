@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
-#include "capture.h"
-#include "clocks.h"
+#include "io/capture.h"
+#include "kernels/clocks.h"
 #include "commands.h"
 #include "validation.h"
-#include "error.h"
-#include "attention.h"
+#include "base/error.h"
+#include "kernels/attention.h"
 #include "reference/dense_attention.h"
 
 namespace kv::cli {

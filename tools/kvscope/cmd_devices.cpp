@@ -2,8 +2,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "error.h"
-#include "kernel_choice.h"
+#include "base/error.h"
+#include "kernels/kernel_choice.h"
 #include "format.h"
 
 namespace kv::cli {

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
-#include "bundled.h"
-#include "capture.h"
+#include "io/bundled.h"
+#include "io/capture.h"
 #include "commands.h"
 #include "validation.h"
-#include "error.h"
-#include "evaluator.h"
+#include "base/error.h"
+#include "eval/evaluator.h"
 #include "output_files.h"
 #include "method_args.h"
 #include "methods/table.h"

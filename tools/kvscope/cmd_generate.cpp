@@ -4,13 +4,13 @@
 
 #include "args.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/generate.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "validation.h"
 
 namespace kv::cli {

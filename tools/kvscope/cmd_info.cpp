@@ -2,9 +2,9 @@
 #include <filesystem>
 
 #include "args.h"
-#include "capture.h"
+#include "io/capture.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "format.h"
 
 namespace kv::cli {

@@ -5,13 +5,13 @@
 #include <optional>
 
 #include "args.h"
-#include "capture.h"
+#include "io/capture.h"
 #include "commands.h"
-#include "error.h"
-#include "inspector.h"
+#include "base/error.h"
+#include "eval/inspector.h"
 #include "method_args.h"
 #include "methods/table.h"
-#include "query_stats.h"
+#include "kernels/query_stats.h"
 #include "validation.h"
 
 namespace kv::cli {

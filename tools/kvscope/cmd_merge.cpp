@@ -2,7 +2,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 #include "sweep/reports.h"
 #include "sweep/results.h"

@@ -2,9 +2,9 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
-#include "bundled.h"
+#include "io/bundled.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"

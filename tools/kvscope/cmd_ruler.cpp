@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "args.h"
-#include "bundled.h"
+#include "io/bundled.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "method_args.h"
 #include "model/files.h"
 #include "output_files.h"

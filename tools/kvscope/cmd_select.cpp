@@ -2,11 +2,11 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
-#include "capture.h"
+#include "io/capture.h"
 #include "commands.h"
 #include "validation.h"
-#include "error.h"
-#include "evaluator.h"
+#include "base/error.h"
+#include "eval/evaluator.h"
 #include "method_args.h"
 
 namespace kv::cli {

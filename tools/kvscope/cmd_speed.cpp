@@ -5,7 +5,7 @@
 
 #include "args.h"
 #include "commands.h"
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"

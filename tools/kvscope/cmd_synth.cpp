@@ -2,8 +2,8 @@
 
 #include "args.h"
 #include "commands.h"
-#include "error.h"
-#include "synth.h"
+#include "base/error.h"
+#include "io/synth.h"
 
 namespace kv::cli {
 

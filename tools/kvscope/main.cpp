@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "error.h"
-#include "kernel_choice.h"
+#include "base/error.h"
+#include "kernels/kernel_choice.h"
 #include "method_args.h"
 
 namespace {

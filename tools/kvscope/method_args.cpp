@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "error.h"
+#include "base/error.h"
 #include "methods/table.h"
 #include "model/generate.h"
 

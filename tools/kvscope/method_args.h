@@ -5,7 +5,7 @@
 #include <string>
 
 #include "args.h"
-#include "method.h"
+#include "methods/method.h"
 #include "model/files.h"
 #include "model/model.h"
 #include "model/tokenizer.h"

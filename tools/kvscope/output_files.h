@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "error.h"
+#include "base/error.h"
 #include "sweep/results.h"
 
 namespace kv::cli {

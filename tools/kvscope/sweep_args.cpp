@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "error.h"
+#include "base/error.h"
 #include "output_files.h"
 
 namespace kv::cli {

@@ -12,11 +12,11 @@
 #include <mutex>
 #include <random>
 
-#include "bundled.h"
-#include "capture.h"
-#include "error.h"
-#include "evaluator.h"
-#include "method_options.h"
+#include "io/bundled.h"
+#include "io/capture.h"
+#include "base/error.h"
+#include "eval/evaluator.h"
+#include "methods/method_options.h"
 #include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/files.h"
