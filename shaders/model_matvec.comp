@@ -16,14 +16,6 @@
 #include "layouts.h"
 
 layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the weights'
-// Inputs of at most 4 x STAGED_VEC4S channels (a multiple of 8) are staged in
-// shared memory once a workgroup, times the norm's weights, with RMSNorm's
-// sum of squares taken on the way: the row loops then read each input piece
-// from shared memory instead of the input (and the norm) from cache, and the
-// workgroup's weight loads no longer wait behind a separate pass over the
-// input. 1: not staged (the engine's other pipeline, for longer inputs).
-layout(constant_id = 1) const uint STAGED_VEC4S = 1u;
-const bool STAGED = STAGED_VEC4S > 1u;
 const uint LANES = 32, ROWS = 8, INVOCATIONS = 256;
 layout(local_size_x = 256) in;  // LANES * ROWS
 
@@ -55,14 +47,10 @@ DEFINE_LOAD8(load2, weights2)
 
 shared float partial[ROWS][LANES];
 shared float squares[INVOCATIONS];  // a subgroup's sum each
-shared vec4 staged_input[STAGED_VEC4S];
 
-// The input's channels 4 at .. 4 at + 3, times the norm's weights with norm:
-// RMSNorm's 1 / rms is applied to the sum instead.
-vec4 input4(uint at) {
-  if (STAGED) return staged_input[at];
-  return pc.norm != 0u ? x4[at] * norm4[at] : x4[at];
-}
+// The input's channels k .. k + 7 (k / 4 given), times the norm's weights
+// with norm: RMSNorm's 1 / rms is applied to the sum instead.
+vec4 input4(uint at) { return pc.norm != 0u ? x4[at] * norm4[at] : x4[at]; }
 float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
 
 // This lane's share of row `row` of a weight buffer (LOAD: its load8, WORDS:
@@ -178,24 +166,7 @@ void store(uint r, float total) {
 void main() {
   const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
   float scale = 1.0;  // RMSNorm's 1 / rms
-  if (STAGED) {  // the engine stages only inputs that fit, of a multiple of 8 channels
-    float s = 0.0;
-    for (uint at = gl_LocalInvocationIndex; at < pc.n_in / 4u; at += INVOCATIONS) {
-      const vec4 v = x4[at];
-      s += dot(v, v);
-      staged_input[at] = pc.norm != 0u ? v * norm4[at] : v;
-    }
-    if (pc.norm != 0u) {
-      s = subgroupAdd(s);
-      if (subgroupElect()) squares[gl_SubgroupID] = s;
-    }
-    barrier();
-    if (pc.norm != 0u) {
-      float total = 0.0;
-      for (uint i = 0u; i < gl_NumSubgroups; ++i) total += squares[i];
-      scale = inversesqrt(total / float(pc.n_in) + pc.eps);
-    }
-  } else if (pc.norm != 0u) {  // every workgroup sums the input's squares itself: a few kB from cache
+  if (pc.norm != 0u) {  // every workgroup sums the input's squares itself: a few kB from cache
     float s = 0.0;
     for (uint k = gl_LocalInvocationIndex; k < pc.n_in; k += INVOCATIONS) s += x[k] * x[k];
     s = subgroupAdd(s);

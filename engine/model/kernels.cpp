@@ -43,17 +43,6 @@ constexpr uint32_t kMaxGroups = 65535;
 constexpr uint32_t kCm2HeadStep = 64;
 constexpr size_t kPartialFloats = size_t(2 * kWorkgroupsToFill) * kMatrixRows * kMatrixTokens;
 
-// model_matvec's staged input: 32 KiB (8192 channels: an 8B model's q/k/v,
-// o and gate/up inputs), less where the device's shared memory is smaller
-// (lavapipe's 32 KiB) beside the kernel's 2 KiB of its own. 0 turns it off,
-// as KVSCOPE_MATVEC_STAGED=0 does (to time one against the other in one process).
-uint32_t matvec_staged_vec4s(const vk::Device& device) {
-  if (const char* value = std::getenv("KVSCOPE_MATVEC_STAGED"); value && std::string(value) == "0") return 0;
-  const uint32_t own = 2 * 256 * 4, limit = device.limits().maxComputeSharedMemorySize;
-  const uint32_t fits = limit > own ? (limit - own) / 16 / 64 * 64 : 0;
-  return std::min<uint32_t>(2048, fits);
-}
-
 vk::Buffer zero_float(const vk::Device& device) {
   vk::Buffer buffer(device, sizeof(float));
   buffer.fill(0);
@@ -79,10 +68,9 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
              std::vector<uint32_t>{element_type(storage)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
       matvec_(device, "model_matvec", model_matvec_spirv, {11, sizeof(layouts::ModelMatvecPush)},
-              std::vector<uint32_t>{element_type(storage), 1u}),
+              std::vector<uint32_t>{element_type(storage)}),
       matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
               std::vector<uint32_t>{element_type(storage), kTileRows, kTileTokens, kTileRows * kTileTokens}),
-      staged_vec4s_(matvec_staged_vec4s(device)),
       rope_(device, "model_rope", model_rope_spirv, {8, sizeof(layouts::ModelRopePush)},
             std::vector<uint32_t>{element_type(storage)}),
       swiglu_(device, "model_swiglu", model_swiglu_spirv, {3, sizeof(layouts::ModelSwigluPush)}, {}),
@@ -90,9 +78,6 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
       random_fill_(device, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
                    std::vector<uint32_t>{element_type(storage)}),
       no_bias_(zero_float(device)) {
-  if (staged_vec4s_ > 1)
-    matvec_staged_.emplace(device, "model_matvec", model_matvec_spirv, vk::KernelLayout{11, sizeof(layouts::ModelMatvecPush)},
-                           std::vector<uint32_t>{element_type(storage), staged_vec4s_});
   if (linear_kernels_ == MatrixKernels::cooperative_matrix2 && !device.cooperative_matrix2())
     throw std::logic_error("model_matmul_cm2 on a device without VK_NV_cooperative_matrix2");
   if (linear_kernels_ != MatrixKernels::none) {
@@ -217,8 +202,7 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
   if (gated) rows[1] = 0;  // the second matrix's rows are the first's
   const layouts::ModelMatvecPush push{n_in, rows[0], rows[1], rows[2], accumulate ? 1u : 0u, has_bias ? 1u : 0u,
                                       gated ? 1u : 0u, norm ? 1u : 0u, eps};
-  const bool staged = matvec_staged_ && n_in % 8 == 0 && n_in / 4 <= staged_vec4s_;
-  pass.dispatch(staged ? *matvec_staged_ : matvec_,
+  pass.dispatch(matvec_,
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
                  norm ? norm : &no_bias_},
                 push, gated ? ceil_div(rows[0], kMatvecRows) : ceil_div(rows[0] + rows[1] + rows[2], 2 * kMatvecRows), 1, 1,

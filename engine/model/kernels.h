@@ -91,10 +91,6 @@ class ModelKernels {
   DType storage_;
   MatrixKernels linear_kernels_;
   vk::Kernel embed_, rmsnorm_, matvec_, matmul_;
-  // model_matvec staging inputs of up to 4 x staged_vec4s_ channels in shared
-  // memory (0: none); matvec_ takes longer ones.
-  uint32_t staged_vec4s_;
-  std::optional<vk::Kernel> matvec_staged_;
   // model_matmul_cm2 by tile and input type, built as first asked for.
   mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_cm2_;
   std::optional<vk::Kernel> matmul_matrix_, matmul_matrix_half_, matmul_splits_;  // fp32 inputs, fp16 inputs
