@@ -170,19 +170,6 @@ KV_PUSH_STRUCT(PageMinMaxPush, PAGE_MINMAX_FIELDS)
   uint aggregate; \
   uint raw_query;  /* head_query.glsl */
 KV_PUSH_STRUCT(PageScoresPush, PAGE_SCORES_FIELDS)
-// quest_page_topk.comp: page scores and their top-k in one dispatch, for rows
-// that are KV heads; the top-k's fields, then the page scores' (their
-// row_stride is the top-k's).
-#define QUEST_PAGE_TOPK_FIELDS \
-  TOPK_FIELDS \
-  uint n_heads; \
-  uint n_kv_heads; \
-  uint n_pages; \
-  uint n_candidates; \
-  uint heads_per_row; \
-  uint aggregate; \
-  uint raw_query;
-KV_PUSH_STRUCT(QuestPageTopKPush, QUEST_PAGE_TOPK_FIELDS)
 
 // fier_quantize_keys.comp: per KV head and token block in [first_block, end_block) of
 // group_size tokens: fp16 (lo, hi) per channel and one bit per token and channel.

@@ -12,9 +12,7 @@ layout(local_size_x = TOPK_WORKGROUP) in;
 const uint WORKGROUP = TOPK_WORKGROUP;
 const uint BINS_PER_INVOCATION = TOPK_BINS / WORKGROUP;
 
-#ifndef TOPK_PUSH_DECLARED  // a kernel that fuses the top-k with more declares its own, with TOPK_FIELDS' names
 layout(push_constant) uniform TopKPush { TOPK_FIELDS } pc;
-#endif
 
 // WORKGROUP / the device's subgroup size (engine/kernels/topk.cpp).
 layout(constant_id = 1) const uint SUBGROUPS = WORKGROUP / 32u;

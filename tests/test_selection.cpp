@@ -143,9 +143,8 @@ const AttentionShape kManyPages{4, 2, 16500, 32};
 // 1024 workgroups: with pages of 1 token, the last blocks here take 4 parts
 // (kManyPages) and 2 (kMostPages); every smaller case takes 8.
 const AttentionShape kMostPages{4, 2, 33000, 32};
-// MHA: Quest's page scores and top-k in one dispatch (quest_page_topk), here
-// over 4,500 pages of 2 (under the staged row even at lavapipe's 32 KiB), from
-// 71 workgroups a KV head.
+// MHA over 4,500 pages of 2: the page scores of 8 parts a page in 71
+// workgroups a KV head, and topk_row's longest rows at lavapipe's 32 KiB.
 const AttentionShape kManyPagesMha{4, 4, 9000, 32};
 // KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
 // full round and the rest.

@@ -44,6 +44,15 @@ uint32_t common_shared_bytes(const vk::Device& device, uint32_t workgroup) {
   return subgroups * 8 + 8 + 12 + TOPK_BINS * 4 + subgroups * 8 + TOPK_KEPT_PAGES * 4;
 }
 
+// The candidates topk_row stages in shared memory (33 words per 32):
+// TOPK_ROW_MAX, or what the device's shared memory holds (lavapipe's 32 KiB:
+// 5120).
+uint32_t row_capacity_for(const vk::Device& device) {
+  const uint32_t others = common_shared_bytes(device, kRowWorkgroup);
+  const uint32_t limit = device.limits().maxComputeSharedMemorySize;
+  const uint32_t fits = limit > others ? (limit - others) / 4 * 32 / 33 / kRowWorkgroup * kRowWorkgroup : 0;
+  return std::min<uint32_t>(TOPK_ROW_MAX, fits);
+}
 
 // The (key, index) entries topk_long stages in shared memory beside its
 // slice places: about 4700 where a workgroup has 48 KiB, 2600 under lavapipe's 32.
@@ -53,16 +62,6 @@ uint32_t staged_capacity_for(const vk::Device& device) {
   return limit > others ? (limit - others) / 8 : 0;
 }
 
-}  // namespace
-
-uint32_t staged_row_capacity(const vk::Device& device, uint32_t kernel_shared_bytes) {
-  const uint32_t others = common_shared_bytes(device, kRowWorkgroup) + kernel_shared_bytes;
-  const uint32_t limit = device.limits().maxComputeSharedMemorySize;
-  const uint32_t fits = limit > others ? (limit - others) / 4 * 32 / 33 / kRowWorkgroup * kRowWorkgroup : 0;
-  return std::min<uint32_t>(TOPK_ROW_MAX, fits);
-}
-
-namespace {
 vk::Kernel topk_kernel(const vk::Device& device, const char* name, std::span<const uint32_t> spirv, uint32_t buffers,
                        uint32_t capacity, uint32_t workgroup) {
   const uint32_t specialization[] = {capacity, workgroup / device.info().subgroup_size};
@@ -72,7 +71,7 @@ vk::Kernel topk_kernel(const vk::Device& device, const char* name, std::span<con
 
 TopK::TopK(const vk::Device& device)
     : device_(&device),
-      row_capacity_(staged_row_capacity(device, 0)),
+      row_capacity_(row_capacity_for(device)),
       staged_capacity_(staged_capacity_for(device)),
       row_(topk_kernel(device, "topk_row", topk_row_spirv, 2, row_capacity_, kRowWorkgroup)),
       long_(topk_kernel(device, "topk_long", topk_long_spirv, 6, staged_capacity_, kLongWorkgroup)) {}

@@ -19,12 +19,6 @@ struct LongRowPlan {
 };
 LongRowPlan plan_long_row(uint32_t n, uint32_t k, uint32_t row_stride, uint32_t capacity);
 
-// The candidates a 512-invocation top-k kernel that stages a row in shared
-// memory (33 words per 32) holds beside topk_common.glsl's arrays and
-// `kernel_shared_bytes` of its own: TOPK_ROW_MAX, or what the device's shared
-// memory holds (lavapipe's 32 KiB: 5120 for topk_row).
-uint32_t staged_row_capacity(const vk::Device& device, uint32_t kernel_shared_bytes);
-
 // Owner of the top-k kernels and their scratch: per row, the k largest of n
 // scores as ascending indices, ties toward the lower index, -1 padded to
 // out_stride; every index when n <= k. A row of at most 8192 candidates (fewer

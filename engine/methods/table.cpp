@@ -56,10 +56,8 @@ double quoka_bytes(const std::string& stage, const StageSizes& s) {
 
 double quest_bytes(const std::string& stage, const StageSizes& s) {
   const double pages = double(s.candidates) / s.options.page_size;
-  const double bounds = s.shape.kv_heads * pages * 2 * s.shape.dim * s.element;  // stored type
-  if (stage == "page_scores") return bounds;
+  if (stage == "page_scores") return s.shape.kv_heads * pages * 2 * s.shape.dim * s.element;  // bounds, stored type
   if (stage == "topk") return s.list_rows * pages * 4;  // its top-k ranks pages
-  if (stage == "page_topk") return bounds;  // the scores it ranks stay in L2
   return -1;
 }
 
