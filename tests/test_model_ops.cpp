@@ -195,8 +195,7 @@ TEST_P(ModelOpsByType, LinearOnCooperativeMatrix2MatchesFloat64) {
 // A decode step's fused linear layers (model_matvec.comp): q, k and v of
 // different heights from one input in one dispatch, with biases and the
 // input's RMSNorm on the way, onto a residual; and SwiGLU's gate and up with
-// their product as output. Inputs of 600 (16-byte pieces, staged in shared
-// memory), 8200 (16-byte pieces, past what is staged) and 46 (pairs).
+// their product as output. Inputs of 600 and 8200 (16-byte pieces) and 46 (pairs).
 TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
