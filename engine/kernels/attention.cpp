@@ -211,7 +211,11 @@ Attention::Attention(const vk::Device& device, const AttentionShape& shape, DTyp
                    : vk::Kernel(device, "sparse_attention_partial", sparse_attention_partial_spirv,
                                 {6, sizeof(AttentionPartialPush)}, specialization);
       }()),
-      decode_lanes_(max_queries_ == 1 && device.info().subgroup_shuffle ? decode_lanes(device, shape.dim) : 0),
+      // Every attention that may serve one query has the decode kernel: the
+      // model's serves its prefill chunks and its decode steps, and its steps
+      // on the tile kernel took 1.5x the bench's (79.8 against 53.3 us a layer at
+      // 32k on the H100, docs/perf.md).
+      decode_lanes_(device.info().subgroup_shuffle ? decode_lanes(device, shape.dim) : 0),
       decode_([&] {
         std::map<uint32_t, vk::Kernel> kernels;
         if (decode_lanes_ == 0) return kernels;

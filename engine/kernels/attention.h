@@ -51,7 +51,7 @@ struct AttentionRequest {
 };
 
 // Causal attention on the GPU in two stages: `<prefix>_partial` splits the key
-// slots (flash-decoding), `<prefix>_merge` combines the splits. Built for one
+// slots (flash-decoding), `<prefix>_merge` combines the splits. For one
 // query (decode) on a device with subgroup shuffles, the partial stage is
 // attention_decode (keys and values in registers); for chunks, attention_chunk
 // (cooperative matrices) where the device has them and the keys are fp16;
