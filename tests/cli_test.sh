@@ -125,7 +125,7 @@ expect 2 "speed with a prompt file and a length" -- "$kvscope" speed --model "$d
 expect 2 "speed with no rounds" -- "$kvscope" speed --model "$debian5m" --rounds 0
 expect 2 "speed with an unknown regime" -- "$kvscope" speed --model "$debian5m" --regime sideways
 # Both regimes by default: the decode table, then the prefill one, in one JSON.
-expect 0 "speed in both regimes" -- "$kvscope" speed --model "$debian5m" --length 200 --steps 2 --rounds 1 \
+expect 0 "speed in both regimes" -- "$kvscope" speed --model "$debian5m" --length 128 --steps 2 --rounds 1 \
   --budgets 32 --chunk 64 --json "$work/b.json"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); d,p=j["decode"],j["prefill"]
 assert [r["method"] for r in d["results"]] == ["dense","quest","fier"] and all("ms_per_token" in r for r in d["results"])
