@@ -6,12 +6,14 @@
 # dense decode at GQA (the kernels alone); the Llama-3.1-8B dense decode step
 # by stage at 32k and 128k; Quest end to end on LongChat-7B's MHA shape at
 # 32k. Then cuBLAS's one-token products and the copy bandwidth
-# (tools/peers/bench_linear.py). Results into $OUT.
+# (tools/peers/bench_linear.py). SUITE=1 runs device_env.sh's gpu_suite
+# first (carry kvscope_tests in .devbin too). Results into $OUT.
 set -u
 for f in .icu/*.deb .devbin/wamerican_*.deb; do dpkg -x "$f" / 2>/dev/null; done
 . tools/dev/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rows() { grep -E "page_|topk|sparse_attention|dense_partial|dense_merge|total|read|^H=" ; }
+[ "${SUITE:-0}" = 1 ] && gpu_suite
 binaries=$B/kvscope
 [ "${OLD:-0}" = 1 ] && binaries="$B/kvscope.old $B/kvscope"
 for K in $binaries; do
