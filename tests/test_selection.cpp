@@ -144,7 +144,7 @@ const AttentionShape kManyPages{4, 2, 16500, 32};
 // (kManyPages) and 2 (kMostPages); every smaller case takes 8.
 const AttentionShape kMostPages{4, 2, 33000, 32};
 // MHA over 4,500 pages of 2: the page scores of 8 parts a page in 71
-// workgroups a KV head, and topk_row's longest rows at lavapipe's 32 KiB.
+// workgroups a KV head, and rows of 4,499 pages on topk_row (5,120 at most under lavapipe's 32 KiB).
 const AttentionShape kManyPagesMha{4, 4, 9000, 32};
 // KeyDiff's anchor sums 51 splits of 256 keys in 8 slices of 4 loads each: a
 // full round and the rest.
