@@ -9,7 +9,6 @@
 # (tools/peers/bench_linear.py). SUITE=1 runs device_env.sh's gpu_suite
 # first (carry kvscope_tests in .devbin too). Results into $OUT.
 set -u
-for f in .icu/*.deb .devbin/wamerican_*.deb; do dpkg -x "$f" / 2>/dev/null; done
 . tools/dev/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rows() { grep -E "page_|topk|sparse_attention|dense_partial|dense_merge|total|read|^H=" ; }

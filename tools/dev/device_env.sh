@@ -3,9 +3,12 @@
 # the loader at NVIDIA's driver when it finds none. B is the folder of carried
 # binaries ($KVSCOPE_BIN, default .devbin), GL that of the .debs ($KVSCOPE_GL,
 # default .gl; the loader alone, without the validation layer, is 0.4 MB).
+# The binaries link ICU, which the machine lacks: its .deb (libicu72) is
+# unpacked from .icu/ where carried, and Debian's word list (RULER's words)
+# from a wamerican .deb among the binaries.
 B=${KVSCOPE_BIN:-./.devbin}
 GL=${KVSCOPE_GL:-.gl}
-for f in "$GL"/*.deb; do dpkg -x "$f" /; done
+for f in "$GL"/*.deb .icu/*.deb "$B"/wamerican_*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig
 "$B/kvscope" devices 2>/dev/null | grep -q NVIDIA ||
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
