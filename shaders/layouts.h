@@ -403,7 +403,8 @@ KV_PUSH_STRUCT(ModelMatmulPush, MODEL_MATMUL_FIELDS)
   uint has_bias;   /* bias0..2 read */ \
   uint gated; \
   uint norm; \
-  float eps;
+  float eps; \
+  uint slices; /* subgroups a row's input channels are cut into: 1, 2, 4 or 8 */
 KV_PUSH_STRUCT(ModelMatvecPush, MODEL_MATVEC_FIELDS)
 
 // model_rope.comp: rotates the projected q and k of tokens at positions

@@ -6,11 +6,16 @@
 // every weight once, so this kernel is a stream of the weights: 32
 // invocations a row, each loading 16 bytes of the row at a time, so a row's
 // step is one 512-byte coalesced read; a subgroup takes two rows at once
-// (gate and up, or rows r and r + 8), loading each input piece once for both
+// (gate and up, or rows r and r + 8 / slices), loading each input piece once for both
 // (docs/perf-experiments.md), with four pieces of weights in flight a lane.
 // Fewer, larger dispatches matter here: each costs the GPU a drain and a
-// start (microseconds) against a few microseconds of reading. Rows whose length is not a multiple of 8
-// (stories260K's 172-wide MLP) take the same walk over channel pairs.
+// start (microseconds) against a few microseconds of reading. A matrix of few
+// rows (a 4096 x 4096 projection: 2,048 row pairs) leaves the GPU's slots for
+// warps mostly empty and each warp a long chain of dependent reads, so the
+// host cuts its input channels into `slices` (1, 2, 4 or 8), each its own
+// subgroup of the workgroup, summed through shared memory at the end. Rows
+// whose length is not a multiple of 8 (stories260K's 172-wide MLP) take the
+// same walk over channel pairs.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "layouts.h"
@@ -46,7 +51,8 @@ DEFINE_LOAD8(load1, weights1)
 DEFINE_LOAD8(load2, weights2)
 
 shared float partial[ROWS][LANES];
-shared float squares[INVOCATIONS];  // a subgroup's sum each
+shared float squares[INVOCATIONS];        // a subgroup's sum each
+shared float slice_sums[2][ROWS];         // each slot's sums of rows a and b
 
 // The input's channels k .. k + 7 (k / 4 given), times the norm's weights
 // with norm: RMSNorm's 1 / rms is applied to the sum instead.
@@ -59,8 +65,8 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
   {                                                                                         \
     const uint row_start = (row) * pc.n_in;                                                 \
     if (pc.n_in % 8u == 0u) {                                                               \
-      const uint STRIDE = 8u * LANES;                                                       \
-      uint k = 8u * lane;                                                                   \
+      const uint STRIDE = 8u * LANES * pc.slices;                                           \
+      uint k = 8u * (lane + LANES * slice);                                                 \
       vec4 lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3;                                          \
       for (; k + 3u * STRIDE < pc.n_in; k += 4u * STRIDE) {                                 \
         LOAD(row_start + k, lo0, hi0);                                                      \
@@ -77,7 +83,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
         sum += dot(lo0, input4(k / 4u)) + dot(hi0, input4(k / 4u + 1u));                    \
       }                                                                                     \
     } else {                                                                                \
-      for (uint k = 2u * lane; k < pc.n_in; k += 2u * LANES) {                              \
+      for (uint k = 2u * (lane + LANES * slice); k < pc.n_in; k += 2u * LANES * pc.slices) { \
         const uint e = row_start + k;                                                       \
         vec2 w;                                                                             \
         if (ELEMENT_TYPE == ELEMENT_F32) {                                                  \
@@ -97,8 +103,9 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
 #define ROW_PAIR_SUM(LOAD_A, WORDS_A, row_a, sum_a, LOAD_B, WORDS_B, row_b, sum_b)              \
   {                                                                                           \
     if (pc.n_in % 8u == 0u) {                                                                 \
-      const uint start_a = (row_a) * pc.n_in, start_b = (row_b) * pc.n_in, STRIDE = 8u * LANES; \
-      uint k = 8u * lane;                                                                     \
+      const uint start_a = (row_a) * pc.n_in, start_b = (row_b) * pc.n_in;                    \
+      const uint STRIDE = 8u * LANES * pc.slices;                                             \
+      uint k = 8u * (lane + LANES * slice);                                                   \
       vec4 a0, a1, b0, b1, c0, c1, d0, d1;                                                    \
       for (; k + STRIDE < pc.n_in; k += 2u * STRIDE) {                                        \
         LOAD_A(start_a + k, a0, a1);                                                          \
@@ -128,7 +135,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
 
 // The sum of this slot's lanes (every invocation calls it): one subgroup
 // operation where a subgroup is a slot (NVIDIA's 32), else shared memory.
-float row_total(uint slot, uint lane, float sum) {
+float slot_total(uint slot, uint lane, float sum) {
   if (gl_SubgroupSize == LANES) return subgroupAdd(sum);
   partial[slot][lane] = sum;
   barrier();
@@ -163,33 +170,56 @@ void store(uint r, float total) {
   }
 }
 
-void main() {
-  const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
-  float scale = 1.0;  // RMSNorm's 1 / rms
-  if (pc.norm != 0u) {  // every workgroup sums the input's squares itself: a few kB from cache
-    float s = 0.0;
-    for (uint k = gl_LocalInvocationIndex; k < pc.n_in; k += INVOCATIONS) s += x[k] * x[k];
-    s = subgroupAdd(s);
-    if (subgroupElect()) squares[gl_SubgroupID] = s;
-    barrier();
-    float total = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; ++i) total += squares[i];
-    scale = inversesqrt(total / float(pc.n_in) + pc.eps);
+// RMSNorm's 1 / rms of the input (every invocation calls it; 1 without
+// norm). Only the row sums' ends need it, so it is taken after the weights'
+// stream rather than before: a few kB from cache, off the stream's path.
+float norm_scale() {
+  if (pc.norm == 0u) return 1.0;
+  float s = 0.0;
+  for (uint k = gl_LocalInvocationIndex; k < pc.n_in; k += INVOCATIONS) s += x[k] * x[k];
+  s = subgroupAdd(s);
+  if (subgroupElect()) squares[gl_SubgroupID] = s;
+  barrier();
+  float total = 0.0;
+  for (uint i = 0u; i < gl_NumSubgroups; ++i) total += squares[i];
+  return inversesqrt(total / float(pc.n_in) + pc.eps);
+}
+
+// The whole rows' sums (every invocation calls it; the first slice's lane 0
+// of a row slot uses them): each slice's subgroup total, added over the slices.
+vec2 row_totals(uint slot, uint slice, uint lane, float sum_a, float sum_b) {
+  const float a = slot_total(slot, lane, sum_a), b = slot_total(slot, lane, sum_b);
+  if (pc.slices == 1u) return vec2(a, b);
+  if (lane == 0u) {
+    slice_sums[0][slot] = a;
+    slice_sums[1][slot] = b;
   }
+  barrier();
+  vec2 total = vec2(0.0);
+  if (slice == 0u)
+    for (uint s = 0u; s < pc.slices; ++s) total += vec2(slice_sums[0][slot + s], slice_sums[1][slot + s]);
+  return total;
+}
+
+void main() {
+  // Slot = row slot x slices + slice: a row's slices are neighbouring subgroups.
+  const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
+  const uint slice = slot % pc.slices, row_slot = slot / pc.slices, row_slots = ROWS / pc.slices;
   // With one token a head-major input is row-major: [heads, 1, d] is [heads * d].
   float sum_a = 0.0, sum_b = 0.0;
-  if (pc.gated != 0u) {  // a workgroup takes ROWS rows of gate and of up
-    const uint r = gl_WorkGroupID.x * ROWS + slot;
+  if (pc.gated != 0u) {  // a workgroup takes row_slots rows of gate and of up
+    const uint r = gl_WorkGroupID.x * row_slots + row_slot;
     if (r < pc.rows0) ROW_PAIR_SUM(load0, words0, r, sum_a, load1, words1, r, sum_b)
-    const float gate = row_total(slot, lane, sum_a) * scale, up = row_total(slot, lane, sum_b) * scale;
-    if (lane == 0u && r < pc.rows0) {
-      const float value = gate / (1.0 + exp(-gate)) * up;
+    const float scale = norm_scale();
+    const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;
+    if (lane == 0u && slice == 0u && r < pc.rows0) {
+      const float gate = totals.x, up = totals.y, value = gate / (1.0 + exp(-gate)) * up;
       y0[r] = pc.accumulate != 0u ? y0[r] + value : value;
     }
     return;
   }
-  // A workgroup takes 2 ROWS rows: a slot, rows r and r + ROWS.
-  const uint r_a = gl_WorkGroupID.x * 2u * ROWS + slot, r_b = r_a + ROWS;
+  // A workgroup takes 2 row_slots rows: a row slot, rows r and r + row_slots.
+  const uint r_a = gl_WorkGroupID.x * 2u * row_slots + row_slot, r_b = r_a + row_slots;
   const uint m_a = matrix_of(r_a), m_b = matrix_of(r_b);
   const uint local_a = r_a - (m_a == 0u ? 0u : m_a == 1u ? pc.rows0 : pc.rows0 + pc.rows1);
   const uint local_b = r_b - (m_b == 0u ? 0u : m_b == 1u ? pc.rows0 : pc.rows0 + pc.rows1);
@@ -204,8 +234,9 @@ void main() {
     if (m_b == 1u) ROW_SUM(load1, words1, local_b, sum_b)
     else if (m_b == 2u) ROW_SUM(load2, words2, local_b, sum_b)
   }
-  const float total_a = row_total(slot, lane, sum_a) * scale, total_b = row_total(slot, lane, sum_b) * scale;
-  if (lane != 0u) return;
-  store(r_a, total_a);
-  store(r_b, total_b);
+  const float scale = norm_scale();
+  const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;
+  if (lane != 0u || slice != 0u) return;
+  store(r_a, totals.x);
+  store(r_b, totals.y);
 }

@@ -195,71 +195,76 @@ TEST_P(ModelOpsByType, LinearOnCooperativeMatrix2MatchesFloat64) {
 // A decode step's fused linear layers (model_matvec.comp): q, k and v of
 // different heights from one input in one dispatch, with biases and the
 // input's RMSNorm on the way, onto a residual; and SwiGLU's gate and up with
-// their product as output. Inputs of 600 and 8200 (16-byte pieces) and 46 (pairs).
+// their product as output. Inputs of 600 and 8200 (16-byte pieces) and 46
+// (pairs), each row's channels in the slices the kernel chooses (1 or 8 here)
+// and in 2 and 4 (600's three reads a row in 4 slices leave one empty).
 TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
   const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   const float eps = 1e-5f;
   for (uint32_t n_in : {600u, 8200u, 46u})
-    for (bool gated : {false, true})
-      for (bool norm : {false, true}) {
-        SCOPED_TRACE("inputs " + std::to_string(n_in) + (gated ? ", gated" : "") + (norm ? ", norm" : ""));
-        const std::vector<uint32_t> rows = gated ? std::vector<uint32_t>{37, 37} : std::vector<uint32_t>{37, 16, 9};
-        const bool accumulate = !gated;
-        const std::vector<float> x = gaussian(n_in, 2.0), norm_weight = gaussian(n_in);
-        const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight);
-        std::vector<Stored> w;
-        std::vector<std::vector<float>> b, y0;
-        std::vector<vk::Buffer> w_buffers, b_buffers, y_buffers;
-        for (uint32_t r : rows) {
-          w.push_back(stored(dtype, gaussian(size_t(r) * n_in, 0.2)));
-          b.push_back(gaussian(r));
-          y0.push_back(gaussian(r));
-          w_buffers.emplace_back(test::device(), w.back().bytes.size());
-          w_buffers.back().upload(w.back().bytes);
-          b_buffers.push_back(floats(b.back()));
-          y_buffers.push_back(accumulate ? floats(y0.back()) : poisoned(r * 4));
-        }
-        std::vector<model::ModelKernels::TokenProjection> projections;
-        for (size_t i = 0; i < rows.size(); ++i)
-          projections.push_back({&w_buffers[i], &y_buffers[i], gated ? nullptr : &b_buffers[i], rows[i]});
-        run([&](vk::Pass& pass) {
-          kernels.token_linear(pass, projections, x_buffer, n_in, norm ? &norm_buffer : nullptr, eps, gated, accumulate, "linear");
-        });
-        double squares = 0;
-        for (float v : x) squares += double(v) * v;
-        const double scale = norm ? 1 / std::sqrt(squares / n_in + eps) : 1.0;
-        // The product of row r of matrix i with the (normalised) input, and the sum of its terms' sizes.
-        auto product = [&](size_t i, uint32_t r) {
-          std::pair<double, double> sum{0, 0};
-          for (uint32_t k = 0; k < n_in; ++k) {
-            const double term = double(w[i].values[size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
-            sum.first += term;
-            sum.second += std::abs(term);
+    for (uint32_t slices : {0u, 2u, 4u})
+      for (bool gated : {false, true})
+        for (bool norm : {false, true}) {
+          SCOPED_TRACE("inputs " + std::to_string(n_in) + ", slices " + std::to_string(slices) + (gated ? ", gated" : "") +
+                       (norm ? ", norm" : ""));
+          const std::vector<uint32_t> rows = gated ? std::vector<uint32_t>{37, 37} : std::vector<uint32_t>{37, 16, 9};
+          const bool accumulate = !gated;
+          const std::vector<float> x = gaussian(n_in, 2.0), norm_weight = gaussian(n_in);
+          const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight);
+          std::vector<Stored> w;
+          std::vector<std::vector<float>> b, y0;
+          std::vector<vk::Buffer> w_buffers, b_buffers, y_buffers;
+          for (uint32_t r : rows) {
+            w.push_back(stored(dtype, gaussian(size_t(r) * n_in, 0.2)));
+            b.push_back(gaussian(r));
+            y0.push_back(gaussian(r));
+            w_buffers.emplace_back(test::device(), w.back().bytes.size());
+            w_buffers.back().upload(w.back().bytes);
+            b_buffers.push_back(floats(b.back()));
+            y_buffers.push_back(accumulate ? floats(y0.back()) : poisoned(r * 4));
           }
-          return sum;
-        };
-        if (gated) {
-          const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
-          for (uint32_t r = 0; r < rows[0]; ++r) {
-            const auto [g, g_size] = product(0, r);
-            const auto [u, u_size] = product(1, r);
-            const double silu = g / (1 + std::exp(-g)), want = silu * u;
-            // fp32 sums: each factor within 1e-5 of its terms' sizes, silu's slope at most 1.1.
-            ASSERT_NEAR(got[r], want, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
+          std::vector<model::ModelKernels::TokenProjection> projections;
+          for (size_t i = 0; i < rows.size(); ++i)
+            projections.push_back({&w_buffers[i], &y_buffers[i], gated ? nullptr : &b_buffers[i], rows[i]});
+          run([&](vk::Pass& pass) {
+            kernels.token_linear(pass, projections, x_buffer, n_in, norm ? &norm_buffer : nullptr, eps, gated, accumulate, "linear",
+                                 slices);
+          });
+          double squares = 0;
+          for (float v : x) squares += double(v) * v;
+          const double scale = norm ? 1 / std::sqrt(squares / n_in + eps) : 1.0;
+          // The product of row r of matrix i with the (normalised) input, and the sum of its terms' sizes.
+          auto product = [&](size_t i, uint32_t r) {
+            std::pair<double, double> sum{0, 0};
+            for (uint32_t k = 0; k < n_in; ++k) {
+              const double term = double(w[i].values[size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
+              sum.first += term;
+              sum.second += std::abs(term);
+            }
+            return sum;
+          };
+          if (gated) {
+            const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
+            for (uint32_t r = 0; r < rows[0]; ++r) {
+              const auto [g, g_size] = product(0, r);
+              const auto [u, u_size] = product(1, r);
+              const double silu = g / (1 + std::exp(-g)), want = silu * u;
+              // fp32 sums: each factor within 1e-5 of its terms' sizes, silu's slope at most 1.1.
+              ASSERT_NEAR(got[r], want, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
+            }
+            continue;
           }
-          continue;
-        }
-        for (size_t i = 0; i < rows.size(); ++i) {
-          const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
-          for (uint32_t r = 0; r < rows[i]; ++r) {
-            const auto [sum, size] = product(i, r);
-            const double want = sum + b[i][r] + y0[i][r];
-            ASSERT_NEAR(got[r], want, 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r]))) << "matrix " << i << " row " << r;
+          for (size_t i = 0; i < rows.size(); ++i) {
+            const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
+            for (uint32_t r = 0; r < rows[i]; ++r) {
+              const auto [sum, size] = product(i, r);
+              const double want = sum + b[i][r] + y0[i][r];
+              ASSERT_NEAR(got[r], want, 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r]))) << "matrix " << i << " row " << r;
+            }
           }
         }
-      }
 }
 
 // RoPE for a chunk at positions 5..7 of a cache of 12: q rotated into the

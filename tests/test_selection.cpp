@@ -444,53 +444,6 @@ INSTANTIATE_TEST_SUITE_P(
         ScoresCase{"sampleattention_f32", "sampleattention", {12, 2, 290, 64}, DType::f32, Mode::decode, {}}),
     [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
 
-// fier_bitplane_scores.comp (KVSCOPE_FIER_BITPLANES=1): each score within the
-// 8-bit rounding of its words' w = q (hi - lo) of the float64 estimate
-// (reference::fier_bitplane_bounds), and off it somewhere by more than fp32
-// noise, so that the case fails if the bit-plane kernel did not run.
-class FierBitplaneTest : public test::GpuTest, public ::testing::WithParamInterface<ScoresCase> {};
-
-TEST_P(FierBitplaneTest, WithinTheRoundingOfFloat64) {
-  const ScoresCase& c = GetParam();
-  setenv("KVSCOPE_FIER_BITPLANES", "1", 1);
-  struct Unset {
-    ~Unset() { unsetenv("KVSCOPE_FIER_BITPLANES"); }
-  } unset;
-  const uint32_t chunk = 48;
-  Capture capture(random_capture("bitplanes_" + c.name, c.shape, c.dtype));
-  Inspector inspector(test::device(), capture, 0, c.mode, chunk);
-  const reference::HostLayer host = reference::host_layer(capture, capture.layer(0));
-  const std::vector<Block> blocks = blocks_with_candidates(c.mode, c.shape.tokens, 40, chunk);
-  double largest_error = 0, largest_score = 1;
-  for (const Block& block : {blocks.back(), blocks.front()}) {
-    const Inspection got = inspector.inspect(block, "fier", c.options, c.budget);
-    const std::vector<std::vector<double>> want = reference::fier_scores(host, c.options, block);
-    const std::vector<std::vector<double>> bound = reference::fier_bitplane_bounds(host, c.options, block);
-    ASSERT_EQ(got.score_layout.rows, want.size());
-    for (size_t r = 0; r < want.size(); ++r) {
-      double largest = 1.0;
-      for (double x : want[r]) largest = std::max(largest, std::abs(x));
-      largest_score = std::max(largest_score, largest);
-      for (size_t j = 0; j < want[r].size(); ++j) {
-        const double error = std::abs(got.method_scores[r * got.score_layout.stride + j] - want[r][j]);
-        largest_error = std::max(largest_error, error);
-        ASSERT_LE(error, 1.01 * bound[r][j] + 2e-5 * largest)
-            << "block at " << block.first_query << ", row " << r << ", token " << j;
-      }
-    }
-  }
-  EXPECT_GT(largest_error, 2e-5 * largest_score) << "no rounding seen: was the bit-plane kernel run?";
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Methods, FierBitplaneTest,
-    ::testing::Values(
-        ScoresCase{"group4", "fier", {8, 2, 301, 64}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::head)},
-        ScoresCase{"group8_max", "fier", {16, 2, 333, 64}, DType::f16, Mode::decode, fier_options(32, HeadAggregate::max)},
-        ScoresCase{"group6_mean_prefill", "fier", {12, 2, 290, 64}, DType::f16, Mode::prefill, fier_options(64, HeadAggregate::mean)},
-        ScoresCase{"mha_prefill_g48", "fier", {4, 4, 263, 64}, DType::f16, Mode::prefill, fier_options(48, HeadAggregate::head)}),
-    [](const ::testing::TestParamInfo<ScoresCase>& info) { return info.param.name; });
-
 // The fragment layout quoka_key_scores_fragments and attention_chunk are
 // written for: never claimed without cooperative matrices (lavapipe), and
 // NVIDIA's driver has it (the H100's), so the ScoresTest cases above and the

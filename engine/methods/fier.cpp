@@ -1,11 +1,8 @@
 // Fier (docs/methods.md): approximate q . k from 1-bit keys with per-block (lo, hi),
 // top-k tokens. Prefill scores the chunk's mean query (docs/methods.md).
 #include "../shaders/layouts.h"
-#include <cstdlib>
-#include <cstring>
 
 #include "fier_approx_scores.spv.h"
-#include "fier_bitplane_scores.spv.h"
 #include "methods/fier_keys.h"
 #include "kernels/layer_kernel.h"
 #include "methods/mean_query.h"
@@ -20,14 +17,6 @@ uint32_t pair_workgroups(uint32_t candidates, uint32_t group_size) {
   return ceil_div(ceil_div(candidates, group_size) * ceil_div(group_size, 2), 128);
 }
 
-// KVSCOPE_FIER_BITPLANES=1: the scores in bit-plane form
-// (fier_bitplane_scores.comp, an experiment; docs/perf-experiments.md), for
-// blocks of 31 tokens or more, whose workgroup reaches at most 9 blocks.
-bool bitplane_scores(uint32_t group_size) {
-  const char* chosen = std::getenv("KVSCOPE_FIER_BITPLANES");
-  return chosen && std::strcmp(chosen, "1") == 0 && group_size >= 31;
-}
-
 class Fier final : public Method {
  public:
   Fier(const vk::Device& device, const GpuLayer& layer, const MethodOptions& options)
@@ -36,11 +25,8 @@ class Fier final : public Method {
         rows_(selection_rows(layer.shape, aggregate_granularity(options.gqa_agg))),
         keys_(device, layer, options.group_size),
         mean_query_(device, layer),
-        scores_kernel_(bitplane_scores(options.group_size)
-                           ? make_layer_kernel<layouts::FierScoresPush>(device, "fier_bitplane_scores",
-                                                                        fier_bitplane_scores_spirv, 5, layer.shape, layer.dtype)
-                           : make_layer_kernel<layouts::FierScoresPush>(device, "fier_approx_scores",
-                                                                        fier_approx_scores_spirv, 5, layer.shape, layer.dtype)),
+        scores_kernel_(make_layer_kernel<layouts::FierScoresPush>(device, "fier_approx_scores", fier_approx_scores_spirv, 5,
+                                                                   layer.shape, layer.dtype)),
         topk_(device),
         scores_(device, size_t(rows_.count) * layer.shape.tokens * sizeof(float)) {
     vk::Pass build(device);

@@ -28,6 +28,10 @@ namespace {
 // workgroup (twice as many where it takes two rows a subgroup),
 // model_matmul_matrix's tile and channels a step.
 constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
+// model_matvec slices a matrix's input channels until its subgroups number
+// about this many: an H100's 132 multiprocessors hold 64 warps each, and a
+// subgroup's chain of dependent reads is what a short row cannot hide.
+constexpr uint32_t kMatvecSubgroupsToFill = 8192;
 constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
 // A layer of fewer tensor-core tiles than this slices its input channels
 // (k_splits) until it has about as many workgroups: a 128-token chunk's
@@ -181,9 +185,25 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   1, stage);
 }
 
+uint32_t ModelKernels::matvec_slices(uint32_t rows, uint32_t n_in, bool gated) {
+  // KVSCOPE_MATVEC_SLICES=1|2|4|8: every matrix-vector product so (tools/dev/README.md).
+  if (const char* forced = std::getenv("KVSCOPE_MATVEC_SLICES")) {
+    const uint32_t slices = uint32_t(std::atoi(forced));
+    if (slices == 1 || slices == 2 || slices == 4 || slices == 8) return slices;
+  }
+  const uint32_t subgroups = gated ? rows : ceil_div(rows, 2);
+  const uint32_t steps = n_in % 8 ? ceil_div(n_in, 64) : ceil_div(n_in, 256);  // a subgroup's reads of a row
+  // Two slices at least, then more until the subgroups fill the GPU: a large
+  // matrix gains from two too (H100, the 8B step at 32k: 8.42 ms/token in 1
+  // slice, 8.00 in 2, 8.05 in 4, 8.16 in 8; docs/perf-experiments.md).
+  uint32_t slices = steps >= 4 ? 2 : 1;
+  while (slices < kMatvecRows && subgroups * slices < kMatvecSubgroupsToFill && steps >= 4 * slices) slices *= 2;
+  return slices;
+}
+
 void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x,
                                 uint32_t n_in, const vk::Buffer* norm, float eps, bool gated, bool accumulate,
-                                const std::string& stage) const {
+                                const std::string& stage, uint32_t slices) const {
   if (projections.empty() || projections.size() > 3 || (gated && projections.size() != 2))
     throw std::logic_error("token_linear takes one to three matrices, two gated");
   // Unused bindings take the zero float: never read or written.
@@ -200,13 +220,16 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
     has_bias = has_bias || projections[i].bias;
   }
   if (gated) rows[1] = 0;  // the second matrix's rows are the first's
+  const uint32_t all_rows = rows[0] + rows[1] + rows[2];
+  if (slices == 0) slices = matvec_slices(all_rows, n_in, gated);
+  if (slices != 1 && slices != 2 && slices != 4 && slices != 8) throw std::logic_error("model_matvec takes 1, 2, 4 or 8 slices");
   const layouts::ModelMatvecPush push{n_in, rows[0], rows[1], rows[2], accumulate ? 1u : 0u, has_bias ? 1u : 0u,
-                                      gated ? 1u : 0u, norm ? 1u : 0u, eps};
+                                      gated ? 1u : 0u, norm ? 1u : 0u, eps, slices};
+  const uint32_t row_slots = kMatvecRows / slices;  // a workgroup's rows (pairs of rows ungated)
   pass.dispatch(matvec_,
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
                  norm ? norm : &no_bias_},
-                push, gated ? ceil_div(rows[0], kMatvecRows) : ceil_div(rows[0] + rows[1] + rows[2], 2 * kMatvecRows), 1, 1,
-                stage);
+                push, gated ? ceil_div(rows[0], row_slots) : ceil_div(all_rows, 2 * row_slots), 1, 1, stage);
 }
 
 void ModelKernels::rope(vk::Pass& pass, const RopeBuffers& b, const layouts::ModelRopePush& push) const {

@@ -58,8 +58,14 @@ class ModelKernels {
     const vk::Buffer* bias;  // or null
     uint32_t rows;
   };
+  // `slices` cuts each row's input channels among that many subgroups (1, 2,
+  // 4 or 8; 0: matvec_slices chooses).
   void token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x, uint32_t n_in,
-                    const vk::Buffer* norm, float eps, bool gated, bool accumulate, const std::string& stage) const;
+                    const vk::Buffer* norm, float eps, bool gated, bool accumulate, const std::string& stage,
+                    uint32_t slices = 0) const;
+  // The slices model_matvec cuts a product's rows into: enough subgroups to
+  // fill a large GPU, each with at least two reads of a row.
+  static uint32_t matvec_slices(uint32_t rows, uint32_t n_in, bool gated);
   // RoPE of q and k, queries and the cache written (model_rope.comp).
   struct RopeBuffers {
     const vk::Buffer *q, *k, *v, *rotations;

@@ -477,31 +477,6 @@ std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOpt
   });
 }
 
-std::vector<std::vector<double>> fier_bitplane_bounds(const HostLayer& l, const MethodOptions& o, const Block& block) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens;
-  return fier_rows(l, o, block, [&](const std::vector<Vector>& queries, uint32_t g, uint32_t b0, uint32_t b1,
-                                    const Vector& low, const Vector& high, Vector& bounds) {
-    for (const Vector& q : queries) {
-      // Each word's step: its w = q (hi - lo) spread over 255 levels.
-      Vector step(d / 32);
-      for (uint32_t w = 0; w < d / 32; ++w) {
-        double lowest = INFINITY, highest = -INFINITY;
-        for (uint32_t c = 32 * w; c < 32 * w + 32; ++c) {
-          lowest = std::min(lowest, q[c] * (high[c] - low[c]));
-          highest = std::max(highest, q[c] * (high[c] - low[c]));
-        }
-        step[w] = (highest - lowest) / 255;
-      }
-      for (uint32_t j = b0; j < b1; ++j) {
-        double bound = 0;
-        for (uint32_t c = 0; c < d; ++c)
-          if (fier_bit(row(l.k, g, T, j, d)[c], low[c], high[c])) bound += step[c / 32] / 2;
-        bounds[j] = std::max(bounds[j], bound);
-      }
-    }
-  });
-}
-
 std::vector<std::vector<double>> sparq_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
   const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates();
   std::vector<Vector> rows;

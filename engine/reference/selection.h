@@ -35,11 +35,6 @@ std::vector<double> quoka_scores(const HostLayer& layer, const MethodOptions& op
 // Fier's approximate scores q . k_tilde of the candidates, per selection row
 // (query head, or KV head aggregated over its heads): what its top-k ranks.
 std::vector<std::vector<double>> fier_scores(const HostLayer& layer, const MethodOptions& options, const Block& block);
-// How far fier_bitplane_scores.comp's scores may lie from fier_scores': per
-// row and token, the sum over its set bits of half a step of its word's
-// 8-bit w = q (hi - lo) (the rounding of the bit-plane form), the largest
-// over the row's heads.
-std::vector<std::vector<double>> fier_bitplane_bounds(const HostLayer& layer, const MethodOptions& options, const Block& block);
 
 // SparQ's and Loki's approximate scores of the candidates, per query head:
 // what their top-k ranks.

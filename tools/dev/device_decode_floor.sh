@@ -6,8 +6,10 @@
 # dense decode at GQA (the kernels alone); the Llama-3.1-8B dense decode step
 # by stage at 32k and 128k; Quest end to end on LongChat-7B's MHA shape at
 # 32k. Then cuBLAS's one-token products and the copy bandwidth
-# (tools/peers/bench_linear.py). SUITE=1 runs device_env.sh's gpu_suite
-# first (carry kvscope_tests in .devbin too). Results into $OUT.
+# (tools/peers/bench_linear.py). SLICES=1 times the 8B step at 32k again with
+# every matrix-vector product's channels forced into 1, 2, 4 and 8 slices
+# (KVSCOPE_MATVEC_SLICES). SUITE=1 runs device_env.sh's gpu_suite first (carry
+# kvscope_tests in .devbin too). Results into $OUT.
 set -u
 . tools/dev/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -32,4 +34,11 @@ for K in $binaries; do
   $K speed --model assets/shapes/longchat-7b-v1.5-32k.json --random-weights --regime decode --length 32700 \
     --chunk 2048 --methods dense,quest --budgets 256,2048 --steps 8 --rounds 1 --json $OUT/longchat_$tag.json 2>&1 | tail -3
 done
+if [ "${SLICES:-0}" = 1 ]; then
+  for S in 1 2 4 8; do
+    echo "=== kvscope: Llama-3.1-8B dense decode at 32768, matrix-vector products in $S slices"
+    KVSCOPE_MATVEC_SLICES=$S $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights --regime decode \
+      --length 32768 --chunk 2048 --steps 16 --rounds 1 --methods dense --json $OUT/speed8b_slices$S.json 2>&1 | tail -2
+  done
+fi
 python3 tools/peers/bench_linear.py --config assets/shapes/llama-3.1-8b.json --tokens 1 | tee $OUT/cublas.jsonl | cut -c1-300

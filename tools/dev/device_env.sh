@@ -20,8 +20,8 @@ export XDG_RUNTIME_DIR=/tmp
 # then the CLI contract.
 gpu_suite() {
   echo "=== tests on the GPU"
-  KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
+  KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -4
   echo "=== tests on the GPU without the validation layer (KHR cooperative matrices)"
-  KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -2
+  KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -4
   tests/cli_test.sh $B/kvscope 2>&1 | tail -1
 }
