@@ -9,13 +9,15 @@
 // (gate and up, or rows r and r + 8 / slices), loading each input piece once for both
 // (docs/perf-experiments.md), with four pieces of weights in flight a lane.
 // Fewer, larger dispatches matter here: each costs the GPU a drain and a
-// start (microseconds) against a few microseconds of reading. A matrix of few
-// rows (a 4096 x 4096 projection: 2,048 row pairs) leaves the GPU's slots for
-// warps mostly empty and each warp a long chain of dependent reads, so the
-// host cuts its input channels into `slices` (1, 2, 4 or 8), each its own
-// subgroup of the workgroup, summed through shared memory at the end. Rows
-// whose length is not a multiple of 8 (stories260K's 172-wide MLP) take the
-// same walk over channel pairs.
+// start (microseconds) against a few microseconds of reading. The host cuts
+// each row's input channels into `slices` (1, 2, 4 or 8), each its own
+// subgroup of the workgroup, summed through shared memory at the end: more
+// subgroups in flight, each a shorter chain of dependent reads (the 8B step
+// at 32k on the H100: 8.20 ms/token in 1 slice, 7.79 in 2). Rows whose length
+// is not a multiple of 8 (stories260K's 172-wide MLP) take the same walk over
+// channel pairs. With `rope` (a decode step's q, k and v) the last workgroup
+// to finish a head also rotates it into the queries or the cache: what
+// model_rope.comp does in a dispatch of its own for a chunk.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "layouts.h"
@@ -35,14 +37,24 @@ layout(std430, binding = 2) readonly buffer Weights2 { uvec4 weights2[]; };  // 
 layout(std430, binding = 2) readonly buffer WeightWords2 { uint words2[]; };
 layout(std430, binding = 3) readonly buffer Input { vec4 x4[]; };            // [n_in], or head-major [heads, 1, d]
 layout(std430, binding = 3) readonly buffer InputFloats { float x[]; };
-layout(std430, binding = 4) buffer Output0 { float y0[]; };
-layout(std430, binding = 5) buffer Output1 { float y1[]; };
-layout(std430, binding = 6) buffer Output2 { float y2[]; };
+// Coherent: with rope, a head's last workgroup reads what the others wrote.
+layout(std430, binding = 4) coherent buffer Output0 { float y0[]; };
+layout(std430, binding = 5) coherent buffer Output1 { float y1[]; };
+layout(std430, binding = 6) coherent buffer Output2 { float y2[]; };
 layout(std430, binding = 7) readonly buffer Bias0 { float bias0[]; };
 layout(std430, binding = 8) readonly buffer Bias1 { float bias1[]; };
 layout(std430, binding = 9) readonly buffer Bias2 { float bias2[]; };
 layout(std430, binding = 10) readonly buffer NormWeight { vec4 norm4[]; };   // [n_in], read with norm
 layout(std430, binding = 10) readonly buffer NormWeightFloats { float norm_weight[]; };
+// With rope (model_rope.comp's outputs), and each head's rows finished so far.
+layout(std430, binding = 11) readonly buffer Rotations { vec2 rotation[]; };     // [positions, d / 2]: (cos, sin)
+layout(std430, binding = 12) writeonly buffer Queries { uint queries[]; };       // [H, 1, d]
+layout(std430, binding = 13) writeonly buffer KeyCache { uint key_cache[]; };    // [G, capacity, d]
+layout(std430, binding = 14) writeonly buffer ValueCache { uint value_cache[]; };
+layout(std430, binding = 15) writeonly buffer KeptQueries { uint kept_queries[]; };  // [H, capacity, d]
+layout(std430, binding = 16) coherent buffer HeadRows { uint head_rows[]; };         // [H + 2 G], zero between steps
+
+#include "model_rope.glsl"
 
 layout(push_constant) uniform ModelMatvecPush { MODEL_MATVEC_FIELDS } pc;
 
@@ -201,6 +213,62 @@ vec2 row_totals(uint slot, uint slice, uint lane, float sum_a, float sum_b) {
   return total;
 }
 
+// Head `head` of q, k or v (heads of q, then k, then v) rotated into the
+// queries (and kept queries) or the cache at the step's position, v copied.
+void rope_head(uint head) {
+  const uint d = pc.head_dim, q_heads = pc.rows0 / d, k_heads = pc.rows1 / d;
+  const bool interleaved = pc.interleaved != 0u;
+  for (uint c = 2u * gl_LocalInvocationIndex; c < d; c += 2u * INVOCATIONS) {
+    if (head < q_heads) {
+      const uint row = head * d;
+      const vec2 value = vec2(rope_rotated(y0[row + c], y0[row + rope_partner(c, d, interleaved)], c, d, interleaved, pc.position),
+                              rope_rotated(y0[row + c + 1u], y0[row + rope_partner(c + 1u, d, interleaved)], c + 1u, d,
+                                           interleaved, pc.position));
+      STORE_PAIR(queries, row + c, value)
+      if (pc.keep_queries != 0u) {
+        const uint kept = (head * pc.capacity + pc.position) * d + c;
+        STORE_PAIR(kept_queries, kept, value)
+      }
+    } else if (head < q_heads + k_heads) {
+      const uint g = head - q_heads, row = g * d, e = (g * pc.capacity + pc.position) * d + c;
+      const vec2 value = vec2(rope_rotated(y1[row + c], y1[row + rope_partner(c, d, interleaved)], c, d, interleaved, pc.position),
+                              rope_rotated(y1[row + c + 1u], y1[row + rope_partner(c + 1u, d, interleaved)], c + 1u, d,
+                                           interleaved, pc.position));
+      STORE_PAIR(key_cache, e, value)
+    } else {
+      const uint g = head - q_heads - k_heads, e = (g * pc.capacity + pc.position) * d + c;
+      const vec2 value = vec2(y2[g * d + c], y2[g * d + c + 1u]);
+      STORE_PAIR(value_cache, e, value)
+    }
+  }
+}
+
+// With rope: this workgroup's rows [first_row, first_row + count) counted
+// into their heads' totals, and each head it completes rotated by it. A
+// head needs every workgroup's rows, so the last to finish one takes it,
+// which saves a dispatch (and its drain) a layer; no workgroup waits.
+shared uint finished_heads[2u * ROWS + 1u];
+shared uint finished_count;
+void rope_finished_heads(uint first_row, uint count) {
+  const uint d = pc.head_dim, end_row = min(first_row + count, pc.rows0 + pc.rows1 + pc.rows2);
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_LocalInvocationIndex == 0u) {
+    uint finished = 0u;
+    for (uint head = first_row / d; head * d < end_row; ++head) {
+      const uint rows_here = min(end_row, (head + 1u) * d) - max(first_row, head * d);
+      if (atomicAdd(head_rows[head], rows_here) + rows_here == d) {
+        head_rows[head] = 0u;  // ready for the next step
+        finished_heads[finished++] = head;
+      }
+    }
+    finished_count = finished;
+  }
+  barrier();
+  memoryBarrierBuffer();
+  for (uint i = 0u; i < finished_count; ++i) rope_head(finished_heads[i]);
+}
+
 void main() {
   // Slot = row slot x slices + slice: a row's slices are neighbouring subgroups.
   const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
@@ -236,7 +304,9 @@ void main() {
   }
   const float scale = norm_scale();
   const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;
-  if (lane != 0u || slice != 0u) return;
-  store(r_a, totals.x);
-  store(r_b, totals.y);
+  if (lane == 0u && slice == 0u) {
+    store(r_a, totals.x);
+    store(r_b, totals.y);
+  }
+  if (pc.rope != 0u) rope_finished_heads(gl_WorkGroupID.x * 2u * row_slots, 2u * row_slots);
 }

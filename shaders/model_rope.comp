@@ -21,33 +21,14 @@ layout(std430, binding = 7) writeonly buffer KeptQueries { uint kept_queries[]; 
 
 layout(push_constant) uniform ModelRopePush { MODEL_ROPE_FIELDS } pc;
 
-// Rounds to the storage type, to nearest even.
-uint bf16_bits(float x) {
-  const uint u = floatBitsToUint(x);
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
-
-// Channels e and e + 1 of a tensor in the storage type.
-#define STORE_PAIR(ARRAY, e, value)                                                     \
-  if (ELEMENT_TYPE == ELEMENT_F32) {                                                    \
-    ARRAY[e] = floatBitsToUint(value.x);                                                \
-    ARRAY[e + 1u] = floatBitsToUint(value.y);                                           \
-  } else if (ELEMENT_TYPE == ELEMENT_F16) {                                             \
-    ARRAY[e / 2u] = packHalf2x16(value);                                                \
-  } else {                                                                              \
-    ARRAY[e / 2u] = bf16_bits(value.x) | (bf16_bits(value.y) << 16);                    \
-  }
+#include "model_rope.glsl"
 
 // Channel c of a head whose fp32 channels start at `row`, rotated for `position`.
 float rotated(const bool is_query, uint row, uint c, uint position) {
-  const uint d = pc.head_dim, half_d = d / 2u;
-  const uint partner = pc.interleaved != 0u ? c ^ 1u : (c < half_d ? c + half_d : c - half_d);
-  const uint frequency = pc.interleaved != 0u ? c / 2u : c % half_d;
-  const vec2 cs = rotation[position * half_d + frequency];
+  const bool interleaved = pc.interleaved != 0u;
+  const uint partner = rope_partner(c, pc.head_dim, interleaved);
   const float own = is_query ? q[row + c] : k[row + c], other = is_query ? q[row + partner] : k[row + partner];
-  // (x, y) -> (x cos - y sin, x sin + y cos) for the pair's first and second channel.
-  const bool first = pc.interleaved != 0u ? (c & 1u) == 0u : c < half_d;
-  return first ? own * cs.x - other * cs.y : own * cs.x + other * cs.y;
+  return rope_rotated(own, other, c, pc.head_dim, interleaved, position);
 }
 
 void main() {

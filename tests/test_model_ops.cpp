@@ -196,15 +196,15 @@ TEST_P(ModelOpsByType, LinearOnCooperativeMatrix2MatchesFloat64) {
 // different heights from one input in one dispatch, with biases and the
 // input's RMSNorm on the way, onto a residual; and SwiGLU's gate and up with
 // their product as output. Inputs of 600 and 8200 (16-byte pieces) and 46
-// (pairs), each row's channels in the slices the kernel chooses (1 or 8 here)
-// and in 2 and 4 (600's three reads a row in 4 slices leave one empty).
+// (pairs), each row's channels in the slices the kernel chooses (1 or 2
+// here) and in 4 and 8 (600's three reads a row in 4 slices leave one empty).
 TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
   const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   const float eps = 1e-5f;
   for (uint32_t n_in : {600u, 8200u, 46u})
-    for (uint32_t slices : {0u, 2u, 4u})
+    for (uint32_t slices : {0u, 4u, 8u})
       for (bool gated : {false, true})
         for (bool norm : {false, true}) {
           SCOPED_TRACE("inputs " + std::to_string(n_in) + ", slices " + std::to_string(slices) + (gated ? ", gated" : "") +
@@ -265,6 +265,77 @@ TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
             }
           }
         }
+}
+
+// A decode step's RoPE taken in its q/k/v dispatch (token_linear's rope: the
+// last workgroup to finish a head rotates it) writes the same bytes as the
+// product and model_rope.comp in two dispatches, which the cases around it
+// hold to float64: heads of 8 (two a workgroup), 24 (straddling workgroups),
+// each row's channels in 1 and 8 slices, both pairings, queries kept; every
+// other cache position keeps its poison. Twice, so that the heads' row
+// counts are seen to return to zero.
+TEST_P(ModelOpsByType, TokenLinearRopeMatchesTwoDispatches) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const DType dtype = GetParam();
+  const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
+  const uint32_t H = 4, G = 2, n_in = 600, position = 5, capacity = 12;
+  const size_t element = dtype_size(dtype);
+  for (uint32_t d : {8u, 24u})
+    for (uint32_t slices : {1u, 8u})
+      for (bool interleaved : {false, true}) {
+        SCOPED_TRACE("head dim " + std::to_string(d) + ", slices " + std::to_string(slices) +
+                     (interleaved ? ", interleaved pairs" : ", halves"));
+        const std::vector<float> x = gaussian(n_in, 2.0), norm_weight = gaussian(n_in);
+        std::vector<float> rotations(size_t(capacity) * d);
+        for (size_t i = 0; i < rotations.size() / 2; ++i) {
+          const double angle = std::uniform_real_distribution<double>(-3.2, 3.2)(rng_);
+          rotations[2 * i] = float(std::cos(angle));
+          rotations[2 * i + 1] = float(std::sin(angle));
+        }
+        const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight), rotation_buffer = floats(rotations);
+        const uint32_t rows[3] = {H * d, G * d, G * d};
+        std::vector<vk::Buffer> w_buffers, b_buffers, y_buffers;
+        for (uint32_t r : rows) {
+          const Stored w = stored(dtype, gaussian(size_t(r) * n_in, 0.2));
+          w_buffers.emplace_back(test::device(), w.bytes.size());
+          w_buffers.back().upload(w.bytes);
+          b_buffers.push_back(floats(gaussian(r)));
+          y_buffers.push_back(poisoned(r * 4));
+        }
+        std::vector<model::ModelKernels::TokenProjection> projections;
+        for (size_t i = 0; i < 3; ++i) projections.push_back({&w_buffers[i], &y_buffers[i], &b_buffers[i], rows[i]});
+        const layouts::ModelRopePush push{1, H, G, d, position, capacity, interleaved ? 1u : 0u, 1u};
+        // queries, key cache, value cache, kept queries: poisoned, then written one way or the other.
+        auto outputs = [&] {
+          std::vector<vk::Buffer> b;
+          for (size_t bytes : {size_t(H) * d, size_t(G) * capacity * d, size_t(G) * capacity * d, size_t(H) * capacity * d})
+            b.push_back(poisoned(bytes * element));
+          return b;
+        };
+        std::vector<vk::Buffer> fused = outputs(), apart = outputs();
+        auto rope_buffers = [&](std::vector<vk::Buffer>& b) {
+          return model::ModelKernels::RopeBuffers{&y_buffers[0], &y_buffers[1], &y_buffers[2], &rotation_buffer,
+                                                  &b[0],         &b[1],         &b[2],         &b[3]};
+        };
+        for (int step = 0; step < 2; ++step) {
+          const model::ModelKernels::TokenRope token_rope{rope_buffers(fused), push};
+          run([&](vk::Pass& pass) {
+            kernels.token_linear(pass, projections, x_buffer, n_in, &norm_buffer, 1e-5f, false, false, "qkv", slices,
+                                 &token_rope);
+          });
+        }
+        run([&](vk::Pass& pass) {
+          kernels.token_linear(pass, projections, x_buffer, n_in, &norm_buffer, 1e-5f, false, false, "qkv", slices);
+          kernels.rope(pass, rope_buffers(apart), push);
+        });
+        const char* names[4] = {"queries", "key cache", "value cache", "kept queries"};
+        for (size_t i = 0; i < 4; ++i) {
+          std::vector<std::byte> got(fused[i].bytes()), want(apart[i].bytes());
+          fused[i].download(got);
+          apart[i].download(want);
+          ASSERT_EQ(got, want) << names[i];
+        }
+      }
 }
 
 // RoPE for a chunk at positions 5..7 of a cache of 12: q rotated into the

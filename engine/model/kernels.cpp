@@ -28,10 +28,8 @@ namespace {
 // workgroup (twice as many where it takes two rows a subgroup),
 // model_matmul_matrix's tile and channels a step.
 constexpr uint32_t kTileRows = 32, kTileTokens = 8, kMatvecRows = 8;
-// model_matvec slices a matrix's input channels until its subgroups number
-// about this many: an H100's 132 multiprocessors hold 64 warps each, and a
-// subgroup's chain of dependent reads is what a short row cannot hide.
-constexpr uint32_t kMatvecSubgroupsToFill = 8192;
+// Heads of q, k and v that model_matvec's rope counts rows for.
+constexpr uint32_t kMaxRopeHeads = 4096;
 constexpr uint32_t kMatrixRows = 128, kMatrixTokens = 128, kMatrixStep = 32;
 // A layer of fewer tensor-core tiles than this slices its input channels
 // (k_splits) until it has about as many workgroups: a 128-token chunk's
@@ -71,7 +69,7 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
       embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
              std::vector<uint32_t>{element_type(storage)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
-      matvec_(device, "model_matvec", model_matvec_spirv, {11, sizeof(layouts::ModelMatvecPush)},
+      matvec_(device, "model_matvec", model_matvec_spirv, {17, sizeof(layouts::ModelMatvecPush)},
               std::vector<uint32_t>{element_type(storage)}),
       matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
               std::vector<uint32_t>{element_type(storage), kTileRows, kTileTokens, kTileRows * kTileTokens}),
@@ -81,7 +79,9 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
       argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
       random_fill_(device, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
                    std::vector<uint32_t>{element_type(storage)}),
-      no_bias_(zero_float(device)) {
+      no_bias_(zero_float(device)),
+      head_rows_(device, kMaxRopeHeads * sizeof(uint32_t)) {
+  head_rows_.fill(0);
   if (linear_kernels_ == MatrixKernels::cooperative_matrix2 && !device.cooperative_matrix2())
     throw std::logic_error("model_matmul_cm2 on a device without VK_NV_cooperative_matrix2");
   if (linear_kernels_ != MatrixKernels::none) {
@@ -185,25 +185,23 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   1, stage);
 }
 
-uint32_t ModelKernels::matvec_slices(uint32_t rows, uint32_t n_in, bool gated) {
+uint32_t ModelKernels::matvec_slices(uint32_t n_in) {
   // KVSCOPE_MATVEC_SLICES=1|2|4|8: every matrix-vector product so (tools/dev/README.md).
   if (const char* forced = std::getenv("KVSCOPE_MATVEC_SLICES")) {
     const uint32_t slices = uint32_t(std::atoi(forced));
     if (slices == 1 || slices == 2 || slices == 4 || slices == 8) return slices;
   }
-  const uint32_t subgroups = gated ? rows : ceil_div(rows, 2);
   const uint32_t steps = n_in % 8 ? ceil_div(n_in, 64) : ceil_div(n_in, 256);  // a subgroup's reads of a row
-  // Two slices at least, then more until the subgroups fill the GPU: a large
-  // matrix gains from two too (H100, the 8B step at 32k: 8.42 ms/token in 1
-  // slice, 8.00 in 2, 8.05 in 4, 8.16 in 8; docs/perf-experiments.md).
-  uint32_t slices = steps >= 4 ? 2 : 1;
-  while (slices < kMatvecRows && subgroups * slices < kMatvecSubgroupsToFill && steps >= 4 * slices) slices *= 2;
-  return slices;
+  // Two slices where each keeps two reads of a row at least: the 8B step at
+  // 32k on the H100 was fastest so, every product forced to 1, 2, 4 and 8
+  // slices in one call (docs/perf-experiments.md; gate/up alone was 4%
+  // faster in 4).
+  return steps >= 4 ? 2 : 1;
 }
 
 void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x,
                                 uint32_t n_in, const vk::Buffer* norm, float eps, bool gated, bool accumulate,
-                                const std::string& stage, uint32_t slices) const {
+                                const std::string& stage, uint32_t slices, const TokenRope* rope) const {
   if (projections.empty() || projections.size() > 3 || (gated && projections.size() != 2))
     throw std::logic_error("token_linear takes one to three matrices, two gated");
   // Unused bindings take the zero float: never read or written.
@@ -221,14 +219,32 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
   }
   if (gated) rows[1] = 0;  // the second matrix's rows are the first's
   const uint32_t all_rows = rows[0] + rows[1] + rows[2];
-  if (slices == 0) slices = matvec_slices(all_rows, n_in, gated);
+  if (slices == 0) slices = matvec_slices(n_in);
   if (slices != 1 && slices != 2 && slices != 4 && slices != 8) throw std::logic_error("model_matvec takes 1, 2, 4 or 8 slices");
-  const layouts::ModelMatvecPush push{n_in, rows[0], rows[1], rows[2], accumulate ? 1u : 0u, has_bias ? 1u : 0u,
-                                      gated ? 1u : 0u, norm ? 1u : 0u, eps, slices};
+  layouts::ModelMatvecPush push{n_in, rows[0], rows[1], rows[2], accumulate ? 1u : 0u, has_bias ? 1u : 0u,
+                                gated ? 1u : 0u, norm ? 1u : 0u, eps, slices};
+  // Rope's bindings: the rotations, queries, key and value cache, kept queries and the heads' row counts.
+  const vk::Buffer* rope_buffers[6] = {&no_bias_, &no_bias_, &no_bias_, &no_bias_, &no_bias_, &no_bias_};
+  if (rope) {
+    const uint32_t d = rope->push.head_dim;
+    if (gated || projections.size() != 3 || d == 0 || d % 2 || rows[0] % d || rows[1] % d || rows[2] % d ||
+        all_rows / d > kMaxRopeHeads || rope->push.n_tokens != 1)
+      throw std::logic_error("token_linear's rope takes q, k and v of whole heads, one token");
+    push.rope = 1;
+    push.head_dim = d;
+    push.position = rope->push.first_position;
+    push.capacity = rope->push.capacity;
+    push.interleaved = rope->push.interleaved;
+    push.keep_queries = rope->push.keep_queries;
+    const RopeBuffers& b = rope->buffers;
+    const vk::Buffer* given[6] = {b.rotations, b.queries, b.key_cache, b.value_cache, b.kept_queries, &head_rows_};
+    std::copy(std::begin(given), std::end(given), rope_buffers);
+  }
   const uint32_t row_slots = kMatvecRows / slices;  // a workgroup's rows (pairs of rows ungated)
   pass.dispatch(matvec_,
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
-                 norm ? norm : &no_bias_},
+                 norm ? norm : &no_bias_, rope_buffers[0], rope_buffers[1], rope_buffers[2], rope_buffers[3], rope_buffers[4],
+                 rope_buffers[5]},
                 push, gated ? ceil_div(rows[0], row_slots) : ceil_div(all_rows, 2 * row_slots), 1, 1, stage);
 }
 

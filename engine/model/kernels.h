@@ -58,19 +58,25 @@ class ModelKernels {
     const vk::Buffer* bias;  // or null
     uint32_t rows;
   };
-  // `slices` cuts each row's input channels among that many subgroups (1, 2,
-  // 4 or 8; 0: matvec_slices chooses).
-  void token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x, uint32_t n_in,
-                    const vk::Buffer* norm, float eps, bool gated, bool accumulate, const std::string& stage,
-                    uint32_t slices = 0) const;
-  // The slices model_matvec cuts a product's rows into: enough subgroups to
-  // fill a large GPU, each with at least two reads of a row.
-  static uint32_t matvec_slices(uint32_t rows, uint32_t n_in, bool gated);
   // RoPE of q and k, queries and the cache written (model_rope.comp).
   struct RopeBuffers {
     const vk::Buffer *q, *k, *v, *rotations;
     vk::Buffer *queries, *key_cache, *value_cache, *kept_queries;
   };
+  // A decode step's RoPE taken in its q/k/v product (token_linear's rope):
+  // the buffers' q, k and v are the projections' outputs.
+  struct TokenRope {
+    RopeBuffers buffers;
+    layouts::ModelRopePush push;  // n_tokens 1
+  };
+  // `slices` cuts each row's input channels among that many subgroups (1, 2,
+  // 4 or 8; 0: matvec_slices chooses). With `rope` (three projections: q, k,
+  // v of whole heads) the dispatch also does what rope() would after it.
+  void token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x, uint32_t n_in,
+                    const vk::Buffer* norm, float eps, bool gated, bool accumulate, const std::string& stage,
+                    uint32_t slices = 0, const TokenRope* rope = nullptr) const;
+  // The slices model_matvec cuts each row's n_in channels into.
+  static uint32_t matvec_slices(uint32_t n_in);
   void rope(vk::Pass& pass, const RopeBuffers& buffers, const layouts::ModelRopePush& push) const;
   // h[i] = silu(gate[i]) * up[i] for an even count: fp32 (h may be gate), or fp16
   // with half_output.
@@ -103,6 +109,8 @@ class ModelKernels {
   vk::Buffer partials_;  // model_matmul_matrix's slices' partial sums
   vk::Kernel rope_, swiglu_, argmax_, random_fill_;
   vk::Buffer no_bias_;  // bound where a layer has none
+  // Rows of each q/k/v head that token_linear's rope has finished this step (zero between steps).
+  vk::Buffer head_rows_;
 };
 
 }  // namespace kv::model

@@ -276,14 +276,24 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
                     bool half_input = false) {
     kernels_.linear(pass, w, in, out, bias, {rows, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, stage, half_input);
   };
+  // A decode step takes RoPE in its q/k/v dispatch, unless q and k have their
+  // own norms first (Qwen3).
+  const bool rope_in_qkv = n == 1 && !c.qk_norm;
   for (uint32_t l = 0; l < c.layers; ++l) {
     DeviceLayer& w = layers_[l];
     const bool bias = w.has_bias;
+    const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
+                                      c.rope_pairs == RopePairs::interleaved ? 1u : 0u, kept_queries_[l] ? 1u : 0u};
+    vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
+    const ModelKernels::RopeBuffers rope_buffers{&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys,
+                                                 &caches_[l]->values, kept};
     if (n == 1) {  // a decode step: the norm and q, k and v in one dispatch
       const ModelKernels::TokenProjection qkv[3] = {{&w.wq, &q_, bias ? &w.bq : nullptr, q_dim},
                                                     {&w.wk, &k_, bias ? &w.bk : nullptr, kv_dim},
                                                     {&w.wv, &v_, bias ? &w.bv : nullptr, kv_dim}};
-      kernels_.token_linear(pass, qkv, x_, c.hidden, &w.attention_norm, eps, false, false, "qkv");
+      const ModelKernels::TokenRope token_rope{rope_buffers, rope};
+      kernels_.token_linear(pass, qkv, x_, c.hidden, &w.attention_norm, eps, false, false, "qkv", 0,
+                            rope_in_qkv ? &token_rope : nullptr);
     } else {
       kernels_.rmsnorm(pass, x_, w.attention_norm, normed_, n, 0, c.hidden, eps, half);
       linear(w.wq, normed_, q_, bias ? &w.bq : nullptr, n, c.hidden, q_dim, false, 0, "qkv", half);
@@ -294,10 +304,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
       kernels_.rmsnorm(pass, q_, w.q_norm, q_, n * c.heads, 0, c.head_dim, eps);
       kernels_.rmsnorm(pass, k_, w.k_norm, k_, n * c.kv_heads, 0, c.head_dim, eps);
     }
-    const layouts::ModelRopePush rope{n, c.heads, c.kv_heads, c.head_dim, length_, capacity_,
-                                      c.rope_pairs == RopePairs::interleaved ? 1u : 0u, kept_queries_[l] ? 1u : 0u};
-    vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
-    kernels_.rope(pass, {&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys, &caches_[l]->values, kept}, rope);
+    if (!rope_in_qkv) kernels_.rope(pass, rope_buffers, rope);
     const vk::Buffer& attended = record_attention(pass, l, block);
     linear(w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
     vk::Buffer& mlp_hidden = half ? mlp_half_ : gate_;
