@@ -9,11 +9,11 @@
 #include <fstream>
 #include <random>
 
+#include "base/error.h"
 #include "io/capture.h"
 #include "io/safetensors.h"
 #include "io/selection_file.h"
 #include "temp_files.h"
-#include "base/error.h"
 
 namespace kv {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "gguf_writer.h"
 #include "model/config.h"
 #include "model/gguf.h"
-#include "gguf_writer.h"
 
 namespace kv {
 namespace {

@@ -4,8 +4,8 @@
 // other devices a loop runs to its end. Attention sizes its splits from this
 // number (engine/kernels/attention.cpp), so the number must be the device's.
 #include "../shaders/layouts.h"
-#include "loop_probe.spv.h"
 #include "kernels/layer_kernel.h"
+#include "loop_probe.spv.h"
 #include "test_device.h"
 #include "vk/buffer.h"
 #include "vk/kernel.h"

@@ -7,9 +7,9 @@
 #include <set>
 #include <vector>
 
-#include "eval/bench.h"
 #include "base/error.h"
 #include "base/half.h"
+#include "eval/bench.h"
 #include "methods/table.h"
 #include "reference/selection.h"
 #include "test_device.h"

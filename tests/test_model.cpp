@@ -11,9 +11,9 @@
 #include <random>
 #include <set>
 
-#include "io/capture.h"
-#include "gguf_writer.h"
 #include "base/error.h"
+#include "gguf_writer.h"
+#include "io/capture.h"
 #include "methods/table.h"
 #include "model/checkpoint.h"
 #include "model/model.h"

@@ -27,8 +27,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "io/capture.h"
 #include "eval/evaluator.h"
+#include "io/capture.h"
 #include "methods/table.h"
 #include "test_device.h"
 

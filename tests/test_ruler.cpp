@@ -14,8 +14,8 @@
 #include "model/checkpoint.h"
 #include "model/files.h"
 #include "model/prompts.h"
-#include "ruler/tasks.h"
 #include "random_capture.h"
+#include "ruler/tasks.h"
 
 namespace kv {
 namespace {

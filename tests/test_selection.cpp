@@ -8,15 +8,15 @@
 #include <random>
 
 #include "eval/evaluator.h"
-#include "kernels/fragment_layout.h"
 #include "eval/inspector.h"
-#include "random_capture.h"
-#include "temp_files.h"
+#include "io/synth.h"
+#include "kernels/fragment_layout.h"
 #include "methods/fier_keys.h"
 #include "methods/quest_pages.h"
 #include "methods/table.h"
+#include "random_capture.h"
 #include "reference/selection.h"
-#include "io/synth.h"
+#include "temp_files.h"
 #include "test_device.h"
 
 namespace kv {

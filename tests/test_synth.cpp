@@ -9,8 +9,8 @@
 #include <iterator>
 
 #include "io/capture.h"
-#include "temp_files.h"
 #include "io/synth.h"
+#include "temp_files.h"
 
 namespace kv {
 namespace {

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/random.h"
 #include "model/chat.h"
 #include "model/gguf.h"
 #include "model/tokenizer.h"
-#include "base/random.h"
 
 namespace kv {
 namespace {

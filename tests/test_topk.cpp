@@ -3,8 +3,8 @@
 #include <numeric>
 #include <random>
 
-#include "test_device.h"
 #include "kernels/topk.h"
+#include "test_device.h"
 
 namespace kv {
 namespace {

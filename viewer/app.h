@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "io/capture.h"
 #include "eval/evaluator.h"
 #include "eval/inspector.h"
+#include "io/capture.h"
+#include "kernels/query_stats.h"
 #include "methods/table.h"
 #include "needle_results.h"
-#include "kernels/query_stats.h"
 
 namespace kv::viewer {
 

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "app.h"
-#include "io/bundled.h"
 #include "base/error.h"
+#include "io/bundled.h"
 #include "methods/table.h"
 #include "renderer.h"
 

@@ -7,13 +7,13 @@
 #include <map>
 
 #include "../shaders/layouts.h"
-#include "kernels/attention.h"
-#include "methods/block_step.h"
-#include "kernels/clocks.h"
 #include "base/error.h"
 #include "base/half.h"
-#include "methods/table.h"
 #include "base/random.h"
+#include "kernels/attention.h"
+#include "kernels/clocks.h"
+#include "methods/block_step.h"
+#include "methods/table.h"
 #include "stream_read.spv.h"
 
 #include "base/median.h"

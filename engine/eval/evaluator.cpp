@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <map>
 
-#include "kernels/attention.h"
-#include "methods/block_step.h"
 #include "base/error.h"
-#include "methods/table.h"
+#include "kernels/attention.h"
 #include "kernels/selection_metrics.h"
+#include "methods/block_step.h"
+#include "methods/table.h"
 
 #include "base/median.h"
 

@@ -4,13 +4,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention.h"
-#include "methods/block_step.h"
-#include "io/capture.h"
 #include "eval/evaluator.h"
-#include "methods/method.h"
+#include "io/capture.h"
+#include "kernels/attention.h"
 #include "kernels/query_stats_kernel.h"
 #include "kernels/selection_metrics.h"
+#include "methods/block_step.h"
+#include "methods/method.h"
 
 namespace kv {
 

@@ -2,8 +2,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "io/capture.h"
 #include "io/block.h"
+#include "io/capture.h"
 
 namespace kv {
 

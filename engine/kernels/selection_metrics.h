@@ -1,9 +1,9 @@
 #pragma once
 #include <vector>
 
-#include "kernels/attention.h"
-#include "io/capture.h"
 #include "io/block.h"
+#include "io/capture.h"
+#include "kernels/attention.h"
 
 namespace kv {
 

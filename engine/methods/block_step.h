@@ -6,10 +6,10 @@
 // of a selection, and the attended set of docs/methods.md.
 #include <vector>
 
-#include "kernels/attention.h"
 #include "io/capture.h"
-#include "methods/method.h"
+#include "kernels/attention.h"
 #include "kernels/selection_metrics.h"
+#include "methods/method.h"
 
 namespace kv {
 

@@ -3,11 +3,11 @@
 #include "../shaders/layouts.h"
 
 #include "fier_approx_scores.spv.h"
-#include "methods/fier_keys.h"
 #include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
+#include "methods/fier_keys.h"
 #include "methods/mean_query.h"
 #include "methods/table.h"
-#include "kernels/topk.h"
 
 namespace kv {
 namespace {

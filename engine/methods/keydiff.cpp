@@ -1,12 +1,12 @@
 // KeyDiff (docs/methods.md): per KV head, the candidate keys least similar to
 // the mean of the unit-normalised candidate keys; no query involved.
 #include "../shaders/layouts.h"
+#include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "keydiff_anchor.spv.h"
 #include "keydiff_key_sums.spv.h"
 #include "keydiff_scores.spv.h"
-#include "kernels/layer_kernel.h"
 #include "methods/table.h"
-#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -5,12 +5,12 @@
 #include "../shaders/layouts.h"
 #include "base/error.h"
 #include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "lessismore_finish.spv.h"
 #include "lessismore_rank.spv.h"
 #include "lessismore_scores.spv.h"
 #include "methods/mean_query.h"
 #include "methods/table.h"
-#include "kernels/topk.h"
 
 namespace kv {
 

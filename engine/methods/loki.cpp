@@ -3,14 +3,14 @@
 // then top-k. Prefill scores the chunk's mean query.
 #include "../shaders/layouts.h"
 #include "base/error.h"
+#include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "loki_project_keys.spv.h"
 #include "loki_project_query.spv.h"
 #include "loki_scores.spv.h"
-#include "kernels/layer_kernel.h"
 #include "methods/mean_query.h"
 #include "methods/pca.h"
 #include "methods/table.h"
-#include "kernels/topk.h"
 
 namespace kv {
 namespace {

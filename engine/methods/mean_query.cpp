@@ -1,8 +1,8 @@
 #include "methods/mean_query.h"
 
 #include "../shaders/layouts.h"
-#include "mean_query.spv.h"
 #include "kernels/layer_kernel.h"
+#include "mean_query.spv.h"
 
 namespace kv {
 

@@ -4,10 +4,10 @@
 
 #include "../shaders/layouts.h"
 #include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "methods/table.h"
 #include "oracle_decode_scores.spv.h"
 #include "oracle_prefill_scores.spv.h"
-#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -6,6 +6,7 @@
 #include "../shaders/layouts.h"
 #include "kernels/fragment_layout.h"
 #include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "methods/table.h"
 #include "quoka_aggregate.spv.h"
 #include "quoka_key_scores.spv.h"
@@ -14,7 +15,6 @@
 #include "quoka_key_scores_matrix.spv.h"
 #include "quoka_key_scores_matrix_khr.spv.h"
 #include "quoka_query_cosine.spv.h"
-#include "kernels/topk.h"
 
 namespace kv {
 namespace {

@@ -2,11 +2,11 @@
 // query components, then top-k. Prefill scores the chunk's mean query.
 #include "../shaders/layouts.h"
 #include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "methods/mean_query.h"
 #include "methods/table.h"
 #include "sparq_kept_query.spv.h"
 #include "sparq_scores.spv.h"
-#include "kernels/topk.h"
 
 namespace kv {
 namespace {

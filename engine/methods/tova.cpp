@@ -2,8 +2,8 @@
 // query, top-k, one set shared by all heads.
 #include "../shaders/layouts.h"
 #include "kernels/layer_kernel.h"
-#include "methods/table.h"
 #include "kernels/topk.h"
+#include "methods/table.h"
 #include "tova_scores.spv.h"
 
 namespace kv {

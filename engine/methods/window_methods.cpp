@@ -6,11 +6,11 @@
 
 #include "../shaders/layouts.h"
 #include "kernels/layer_kernel.h"
+#include "kernels/topk.h"
 #include "methods/table.h"
 #include "methods/window.h"
 #include "recent_keys.spv.h"
 #include "snapkv_pool.spv.h"
-#include "kernels/topk.h"
 #include "window_lse.spv.h"
 #include "window_row_stats.spv.h"
 #include "window_scores.spv.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
 #include "io/mapped_file.h"
 #include "io/safetensors.h"
+#include "model/config.h"
 
 namespace kv::model {
 

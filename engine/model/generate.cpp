@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/random.h"
 #include "model/files.h"
 #include "model/model.h"
 #include "model/prompts.h"
-#include "base/random.h"
 
 namespace kv::model {
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "../shaders/layouts.h"
-#include "kernels/kernel_choice.h"
 #include "io/safetensors.h"
+#include "kernels/kernel_choice.h"
 #include "vk/kernel.h"
 #include "vk/pass.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "io/capture.h"
 #include "io/block.h"
+#include "io/capture.h"
 #include "methods/method_options.h"
 
 namespace kv::reference {

@@ -11,8 +11,8 @@
 #include <stb_easy_font.h>
 
 #include "base/error.h"
-#include "sweep/results.h"
 #include "methods/table.h"
+#include "sweep/results.h"
 
 namespace kv::sweep {
 namespace {
