@@ -271,9 +271,10 @@ TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
 // last workgroup to finish a head rotates it) writes the same bytes as the
 // product and model_rope.comp in two dispatches, which the cases around it
 // hold to float64: heads of 8 (two a workgroup), 24 (straddling workgroups),
-// each row's channels in 1 and 8 slices, both pairings, queries kept; every
-// other cache position keeps its poison. Twice, so that the heads' row
-// counts are seen to return to zero.
+// each row's channels in 1, 2 and 8 slices, both pairings, queries kept or
+// not; every other cache position keeps its poison. The fused dispatch runs
+// twice, its outputs poisoned again before the second, so that the heads'
+// row counts are seen to return to zero.
 TEST_P(ModelOpsByType, TokenLinearRopeMatchesTwoDispatches) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const DType dtype = GetParam();
@@ -281,10 +282,11 @@ TEST_P(ModelOpsByType, TokenLinearRopeMatchesTwoDispatches) {
   const uint32_t H = 4, G = 2, n_in = 600, position = 5, capacity = 12;
   const size_t element = dtype_size(dtype);
   for (uint32_t d : {8u, 24u})
-    for (uint32_t slices : {1u, 8u})
+    for (uint32_t slices : {1u, 2u, 8u})
       for (bool interleaved : {false, true}) {
+        const bool keep = !(slices == 2 && interleaved);
         SCOPED_TRACE("head dim " + std::to_string(d) + ", slices " + std::to_string(slices) +
-                     (interleaved ? ", interleaved pairs" : ", halves"));
+                     (interleaved ? ", interleaved pairs" : ", halves") + (keep ? ", queries kept" : ""));
         const std::vector<float> x = gaussian(n_in, 2.0), norm_weight = gaussian(n_in);
         std::vector<float> rotations(size_t(capacity) * d);
         for (size_t i = 0; i < rotations.size() / 2; ++i) {
@@ -304,7 +306,7 @@ TEST_P(ModelOpsByType, TokenLinearRopeMatchesTwoDispatches) {
         }
         std::vector<model::ModelKernels::TokenProjection> projections;
         for (size_t i = 0; i < 3; ++i) projections.push_back({&w_buffers[i], &y_buffers[i], &b_buffers[i], rows[i]});
-        const layouts::ModelRopePush push{1, H, G, d, position, capacity, interleaved ? 1u : 0u, 1u};
+        const layouts::ModelRopePush push{1, H, G, d, position, capacity, interleaved ? 1u : 0u, keep ? 1u : 0u};
         // queries, key cache, value cache, kept queries: poisoned, then written one way or the other.
         auto outputs = [&] {
           std::vector<vk::Buffer> b;
@@ -312,12 +314,13 @@ TEST_P(ModelOpsByType, TokenLinearRopeMatchesTwoDispatches) {
             b.push_back(poisoned(bytes * element));
           return b;
         };
-        std::vector<vk::Buffer> fused = outputs(), apart = outputs();
+        std::vector<vk::Buffer> fused, apart = outputs();
         auto rope_buffers = [&](std::vector<vk::Buffer>& b) {
           return model::ModelKernels::RopeBuffers{&y_buffers[0], &y_buffers[1], &y_buffers[2], &rotation_buffer,
                                                   &b[0],         &b[1],         &b[2],         &b[3]};
         };
         for (int step = 0; step < 2; ++step) {
+          fused = outputs();
           const model::ModelKernels::TokenRope token_rope{rope_buffers(fused), push};
           run([&](vk::Pass& pass) {
             kernels.token_linear(pass, projections, x_buffer, n_in, &norm_buffer, 1e-5f, false, false, "qkv", slices,

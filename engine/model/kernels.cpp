@@ -227,16 +227,17 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
   const vk::Buffer* rope_buffers[6] = {&no_bias_, &no_bias_, &no_bias_, &no_bias_, &no_bias_, &no_bias_};
   if (rope) {
     const uint32_t d = rope->push.head_dim;
-    if (gated || projections.size() != 3 || d == 0 || d % 2 || rows[0] % d || rows[1] % d || rows[2] % d ||
-        all_rows / d > kMaxRopeHeads || rope->push.n_tokens != 1)
-      throw std::logic_error("token_linear's rope takes q, k and v of whole heads, one token");
+    const RopeBuffers& b = rope->buffers;
+    if (gated || projections.size() != 3 || d == 0 || d % 2 || rows[0] != rope->push.n_heads * d ||
+        rows[1] != rope->push.n_kv_heads * d || rows[2] != rows[1] || all_rows / d > kMaxRopeHeads ||
+        rope->push.n_tokens != 1 || b.q != outputs[0] || b.k != outputs[1] || b.v != outputs[2])
+      throw std::logic_error("token_linear's rope takes one token's q, k and v of whole heads, into the projections' outputs");
     push.rope = 1;
     push.head_dim = d;
     push.position = rope->push.first_position;
     push.capacity = rope->push.capacity;
     push.interleaved = rope->push.interleaved;
     push.keep_queries = rope->push.keep_queries;
-    const RopeBuffers& b = rope->buffers;
     const vk::Buffer* given[6] = {b.rotations, b.queries, b.key_cache, b.value_cache, b.kept_queries, &head_rows_};
     std::copy(std::begin(given), std::end(given), rope_buffers);
   }
