@@ -435,46 +435,34 @@ std::pair<Vector, Vector> block_bounds(const HostLayer& l, uint32_t g, uint32_t 
 // Fier's bit of key element x in a block whose channel spans [low, high].
 bool fier_bit(double x, double low, double high) { return high > low && (x - low) / (high - low) >= 0.5; }
 
-// Fier's walk over a block's rows: for each row (its heads' mean queries)
-// and each block of keys [0, n) (its bounds), `visit(queries, g, b0, b1,
-// low, high, row_values)` fills the row's values of the block's tokens.
-template <typename Visit>
-std::vector<std::vector<double>> fier_rows(const HostLayer& l, const MethodOptions& o, const Block& block, Visit visit) {
-  const uint32_t n = block.candidates(), gs = o.group_size;
-  std::vector<Vector> rows;
-  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {
-    const uint32_t g = heads.front() / l.shape.group();
-    std::vector<Vector> queries;
-    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
-    Vector& values = rows.emplace_back(n, 0.0);
-    for (uint32_t b0 = 0; b0 < n; b0 += gs) {
-      const uint32_t b1 = std::min(b0 + gs, n);  // blocks cut from keys [0, n)
-      const auto [low, high] = block_bounds(l, g, b0, b1);
-      visit(queries, g, b0, b1, low, high, values);
-    }
-  }
-  return rows;
-}
-
 }  // namespace
 
 std::vector<std::vector<double>> fier_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
-  const uint32_t d = l.shape.dim, T = l.shape.tokens;
-  return fier_rows(l, o, block, [&](const std::vector<Vector>& queries, uint32_t g, uint32_t b0, uint32_t b1,
-                                    const Vector& low, const Vector& high, Vector& scores) {
-    for (uint32_t j = b0; j < b1; ++j) {
-      Vector dequantised(d);
-      for (uint32_t c = 0; c < d; ++c)
-        dequantised[c] = fier_bit(row(l.k, g, T, j, d)[c], low[c], high[c]) ? high[c] : low[c];
-      Vector per_head;
-      for (const Vector& q : queries) {
-        double score = 0;
-        for (uint32_t c = 0; c < d; ++c) score += q[c] * dequantised[c];
-        per_head.push_back(score);
+  const uint32_t d = l.shape.dim, T = l.shape.tokens, n = block.candidates(), gs = o.group_size;
+  std::vector<Vector> rows;
+  for (const std::vector<uint32_t>& heads : row_heads(l.shape, o.gqa_agg)) {  // a row's heads share a KV head
+    const uint32_t g = heads.front() / l.shape.group();
+    std::vector<Vector> queries;
+    for (uint32_t h : heads) queries.push_back(mean_query(l, h, block));
+    Vector& scores = rows.emplace_back(n, 0.0);
+    for (uint32_t b0 = 0; b0 < n; b0 += gs) {
+      const uint32_t b1 = std::min(b0 + gs, n);  // blocks cut from keys [0, n)
+      const auto [low, high] = block_bounds(l, g, b0, b1);
+      for (uint32_t j = b0; j < b1; ++j) {
+        Vector dequantised(d);
+        for (uint32_t c = 0; c < d; ++c)
+          dequantised[c] = fier_bit(row(l.k, g, T, j, d)[c], low[c], high[c]) ? high[c] : low[c];
+        Vector per_head;
+        for (const Vector& q : queries) {
+          double score = 0;
+          for (uint32_t c = 0; c < d; ++c) score += q[c] * dequantised[c];
+          per_head.push_back(score);
+        }
+        scores[j] = aggregate(per_head, o.gqa_agg);
       }
-      scores[j] = aggregate(per_head, o.gqa_agg);
     }
-  });
+  }
+  return rows;
 }
 
 std::vector<std::vector<double>> sparq_scores(const HostLayer& l, const MethodOptions& o, const Block& block) {
