@@ -221,9 +221,7 @@ void rope_head(uint head) {
   for (uint c = 2u * gl_LocalInvocationIndex; c < d; c += 2u * INVOCATIONS) {
     if (head < q_heads) {
       const uint row = head * d;
-      const vec2 value = vec2(rope_rotated(y0[row + c], y0[row + rope_partner(c, d, interleaved)], c, d, interleaved, pc.position),
-                              rope_rotated(y0[row + c + 1u], y0[row + rope_partner(c + 1u, d, interleaved)], c + 1u, d,
-                                           interleaved, pc.position));
+      const vec2 value = ROPE_ROTATED_PAIR(y0, row, c, d, interleaved, pc.position);
       STORE_PAIR(queries, row + c, value)
       if (pc.keep_queries != 0u) {
         const uint kept = (head * pc.capacity + pc.position) * d + c;
@@ -231,9 +229,7 @@ void rope_head(uint head) {
       }
     } else if (head < q_heads + k_heads) {
       const uint g = head - q_heads, row = g * d, e = (g * pc.capacity + pc.position) * d + c;
-      const vec2 value = vec2(rope_rotated(y1[row + c], y1[row + rope_partner(c, d, interleaved)], c, d, interleaved, pc.position),
-                              rope_rotated(y1[row + c + 1u], y1[row + rope_partner(c + 1u, d, interleaved)], c + 1u, d,
-                                           interleaved, pc.position));
+      const vec2 value = ROPE_ROTATED_PAIR(y1, row, c, d, interleaved, pc.position);
       STORE_PAIR(key_cache, e, value)
     } else {
       const uint g = head - q_heads - k_heads, e = (g * pc.capacity + pc.position) * d + c;

@@ -23,23 +23,16 @@ layout(push_constant) uniform ModelRopePush { MODEL_ROPE_FIELDS } pc;
 
 #include "model_rope.glsl"
 
-// Channel c of a head whose fp32 channels start at `row`, rotated for `position`.
-float rotated(const bool is_query, uint row, uint c, uint position) {
-  const bool interleaved = pc.interleaved != 0u;
-  const uint partner = rope_partner(c, pc.head_dim, interleaved);
-  const float own = is_query ? q[row + c] : k[row + c], other = is_query ? q[row + partner] : k[row + partner];
-  return rope_rotated(own, other, c, pc.head_dim, interleaved, position);
-}
-
 void main() {
   const uint d = pc.head_dim, pairs = d / 2u, slots = pc.n_heads + 2u * pc.n_kv_heads;
+  const bool interleaved = pc.interleaved != 0u;
   const uint i = gl_GlobalInvocationID.x;
   if (i >= pc.n_tokens * slots * pairs) return;
   const uint t = i / (slots * pairs), slot = (i / pairs) % slots, c = 2u * (i % pairs);
   const uint position = pc.first_position + t;
   if (slot < pc.n_heads) {
     const uint row = t * pc.n_heads * d + slot * d;
-    const vec2 value = vec2(rotated(true, row, c, position), rotated(true, row, c + 1u, position));
+    const vec2 value = ROPE_ROTATED_PAIR(q, row, c, d, interleaved, position);
     const uint e = (slot * pc.n_tokens + t) * d + c;
     STORE_PAIR(queries, e, value)
     if (pc.keep_queries != 0u) {
@@ -48,7 +41,7 @@ void main() {
     }
   } else if (slot < pc.n_heads + pc.n_kv_heads) {
     const uint g = slot - pc.n_heads, row = t * pc.n_kv_heads * d + g * d;
-    const vec2 value = vec2(rotated(false, row, c, position), rotated(false, row, c + 1u, position));
+    const vec2 value = ROPE_ROTATED_PAIR(k, row, c, d, interleaved, position);
     const uint e = (g * pc.capacity + position) * d + c;
     STORE_PAIR(key_cache, e, value)
   } else {

@@ -35,3 +35,11 @@ float rope_rotated(float own, float partner, uint c, uint d, bool interleaved, u
   const bool first = interleaved ? (c & 1u) == 0u : c < d / 2u;
   return first ? own * cs.x - partner * cs.y : own * cs.x + partner * cs.y;
 }
+
+// Channels c and c + 1 (c even) of the head whose fp32 channels start at
+// ARRAY[row], rotated for `position`: the pair one invocation writes.
+#define ROPE_ROTATED_PAIR(ARRAY, row, c, d, interleaved, position)                                              \
+  vec2(rope_rotated(ARRAY[(row) + (c)], ARRAY[(row) + rope_partner((c), (d), (interleaved))], (c), (d),         \
+                    (interleaved), (position)),                                                                 \
+       rope_rotated(ARRAY[(row) + (c) + 1u], ARRAY[(row) + rope_partner((c) + 1u, (d), (interleaved))], (c) + 1u, \
+                    (d), (interleaved), (position)))

@@ -187,10 +187,13 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
 
 uint32_t ModelKernels::matvec_slices(uint32_t n_in) {
   // KVSCOPE_MATVEC_SLICES=1|2|4|8: every matrix-vector product so (tools/dev/README.md).
-  if (const char* forced = std::getenv("KVSCOPE_MATVEC_SLICES")) {
-    const uint32_t slices = uint32_t(std::atoi(forced));
-    if (slices == 1 || slices == 2 || slices == 4 || slices == 8) return slices;
-  }
+  // Read once: this runs for every product a step records.
+  static const uint32_t forced = [] {
+    const char* chosen = std::getenv("KVSCOPE_MATVEC_SLICES");
+    const uint32_t slices = chosen ? uint32_t(std::atoi(chosen)) : 0;
+    return slices == 1 || slices == 2 || slices == 4 || slices == 8 ? slices : 0u;
+  }();
+  if (forced) return forced;
   const uint32_t steps = n_in % 8 ? ceil_div(n_in, 64) : ceil_div(n_in, 256);  // a subgroup's reads of a row
   // Two slices where each keeps two reads of a row at least: the 8B step at
   // 32k on the H100 was fastest so, every product forced to 1, 2, 4 and 8
