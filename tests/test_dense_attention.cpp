@@ -7,6 +7,7 @@
 #include "kernels/fragment_layout.h"
 #include "kernels/kernel_choice.h"
 #include "reference/dense_attention.h"
+#include "random_capture.h"
 #include "test_device.h"
 
 namespace kv {
@@ -69,7 +70,9 @@ TEST_P(DenseAttentionTest, MatchesFloat64Reference) {
   const DenseCase& c = GetParam();
   if (c.gpu_only && test::device().info().type == "cpu") GTEST_SKIP() << "a tensor-core case, too slow on a CPU device";
   const AttentionShape shape{c.heads, c.kv_heads, c.tokens, c.dim};
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   // Large logits (scale 2) make the softmax peaked, which exercises the online rescaling.
   std::vector<float> k = random_values(rng, size_t(c.kv_heads) * c.tokens * c.dim, c.dtype, 2.0f);
   std::vector<float> v = random_values(rng, size_t(c.kv_heads) * c.tokens * c.dim, c.dtype, 1.0f);
@@ -166,7 +169,9 @@ TEST_P(TileOutputsTest, RegistersMatchFloat64Reference) {
   const AttentionShape shape{4, 2, 300, 32};
   const uint32_t first = 250, n = 6;  // 12 rows: a tile of 8, 2 accumulators an invocation
   const DType dtype = DType::bf16;
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   std::vector<float> k = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 2.0f);
   std::vector<float> v = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 1.0f);
   std::vector<float> q = random_values(rng, size_t(shape.heads) * n * shape.dim, dtype, 2.0f);
@@ -222,7 +227,9 @@ TEST_P(SparseChunkTest, MatchesFloat64Reference) {
   if (c.gpu_only && test::device().info().type == "cpu") GTEST_SKIP() << "a tensor-core case, too slow on a CPU device";
   const AttentionShape shape{c.heads, c.kv_heads, c.tokens, c.dim};
   const DType dtype = DType::f16;
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   const std::vector<float> k = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 2.0f);
   const std::vector<float> v = random_values(rng, size_t(shape.kv_heads) * shape.tokens * shape.dim, dtype, 1.0f);
   const std::vector<float> q = random_values(rng, size_t(shape.heads) * c.queries * shape.dim, dtype, 2.0f);
@@ -263,7 +270,9 @@ TEST_P(SparseChunkTest, MatchesFloat64Reference) {
     Attention attention(device, shape, dtype, Attention::Keys::sparse, c.queries, Attention::TileOutputs::device_default, choice);
     const AttentionTiling tiling = attention.tiling(request);
     SCOPED_TRACE(tiling.cooperative_matrix2 ? "attention_chunk_cm2" : tiling.chunk_kernel ? "attention_chunk" : "the tile kernel");
-    if (choice == Attention::ChunkKernel::cooperative_matrix2) EXPECT_TRUE(tiling.cooperative_matrix2);
+    if (choice == Attention::ChunkKernel::cooperative_matrix2) {
+      EXPECT_TRUE(tiling.cooperative_matrix2);
+    }
     attention.poison();
     vk::Pass pass(device);
     attention.record(pass, layer, request, "sparse");

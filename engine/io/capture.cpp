@@ -1,8 +1,10 @@
 #include "io/capture.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <regex>
+#include <optional>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -14,8 +16,27 @@ bool is_attention_dtype(DType dtype) { return dtype == DType::f16 || dtype == DT
 
 std::string shape_text(const std::vector<uint64_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
+}
+
+// A capture's tensor "layers.N.q" (or .k, .v): N's digits and which one.
+struct LayerTensorName {
+  std::string digits;
+  char which;
+};
+std::optional<LayerTensorName> layer_tensor_name(const std::string& name) {
+  constexpr std::string_view prefix = "layers.";
+  if (!name.starts_with(prefix) || name.size() < prefix.size() + 3 || name[name.size() - 2] != '.') return std::nullopt;
+  const char which = name.back();
+  std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - 2);
+  if ((which != 'q' && which != 'k' && which != 'v') ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  return LayerTensorName{std::move(digits), which};
 }
 
 template <typename T>
@@ -41,16 +62,14 @@ Capture::Capture(const std::filesystem::path& path) : file_(path) {
     scale_ = value;
   }
 
-  static const std::regex layer_name(R"(layers\.(\d+)\.(q|k|v))");
   std::map<int, CaptureLayer> found;
   for (const auto& [name, view] : file_.tensors()) {
-    std::smatch match;
-    if (!std::regex_match(name, match, layer_name)) continue;
-    if (match[1].length() > 6) file_.fail(name, "layer index is too large");
-    CaptureLayer& layer = found[std::stoi(match[1])];
-    layer.index = std::stoi(match[1]);
-    const std::string which = match[2];
-    (which == "q" ? layer.q : which == "k" ? layer.k : layer.v) = &view;
+    const std::optional<LayerTensorName> parsed = layer_tensor_name(name);
+    if (!parsed) continue;
+    if (parsed->digits.size() > 6) file_.fail(name, "layer index is too large");
+    CaptureLayer& layer = found[std::stoi(parsed->digits)];
+    layer.index = std::stoi(parsed->digits);
+    (parsed->which == 'q' ? layer.q : parsed->which == 'k' ? layer.k : layer.v) = &view;
   }
   if (found.empty()) file_.fail("", "holds no layers.{l}.q/k/v tensors");
 

@@ -53,7 +53,10 @@ std::string compiler_statistics(VkDevice device, VkPipeline pipeline) {
 // "name [s0,s1,...]": a kernel kind as logs and statistics name it.
 std::string kind_name(const std::string& name, std::span<const uint32_t> specialization) {
   std::string key = name + " [";
-  for (size_t i = 0; i < specialization.size(); ++i) key += (i ? "," : "") + std::to_string(specialization[i]);
+  for (size_t i = 0; i < specialization.size(); ++i) {
+    if (i) key += ',';
+    key += std::to_string(specialization[i]);
+  }
   return key + "]";
 }
 
