@@ -13,6 +13,7 @@
 #include "io/capture.h"
 #include "io/safetensors.h"
 #include "io/selection_file.h"
+#include "random_capture.h"
 #include "temp_files.h"
 
 namespace kv {
@@ -64,7 +65,9 @@ TEST(Capture, ValidHandWrittenFileLoads) {
 }
 
 TEST(Capture, RoundTripsEveryDtypeWithTokens) {
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
     const AttentionShape shape{6, 3, 17, 16};

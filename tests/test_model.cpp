@@ -572,12 +572,24 @@ TEST_P(SelectionInTheLoopTest, LogitsMatchFloat64WithTheReferenceSelection) {
     const auto expected = reference::model_logits(checkpoint, tokens, blocks, rule);
     if (ambiguous) continue;
     EXPECT_GT(narrowed, 0u) << "no block was narrowed: the case tests nothing";
+    // The GPU rounds its float32 q, k and v to fp16 where the float64 pass
+    // rounds its own, so some stored values are a step apart, and at a badly
+    // conditioned position those steps reach the logits: at seed 4144480464
+    // quest_both_layer0_dense's position 42 was 0.43% of the largest logit
+    // off, dense attention alike (its layer-1 q two steps off). The same
+    // pass without the rounding says how far rounding moves each position's
+    // logits (0.1-0.5% here); twice that is allowed besides 4e-3. A selection
+    // a page or a key off moved them by 18-59% in that draw.
+    const auto unrounded = reference::model_logits(checkpoint, tokens, blocks, rule, false);
     for (const auto& [position, logits] : got) {
       const std::vector<double>& want = expected[position];
-      double largest = 0;
-      for (double v : want) largest = std::max(largest, std::abs(v));
+      double largest = 0, rounding = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        largest = std::max(largest, std::abs(want[i]));
+        rounding = std::max(rounding, std::abs(want[i] - unrounded[position][i]));
+      }
       for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(logits[i], want[i], 4e-3 * largest) << "position " << position << ", logit " << i;
+        ASSERT_NEAR(logits[i], want[i], 4e-3 * largest + 2 * rounding) << "position " << position << ", logit " << i;
     }
     return;
   }

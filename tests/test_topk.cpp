@@ -4,6 +4,7 @@
 #include <random>
 
 #include "kernels/topk.h"
+#include "random_capture.h"
 #include "test_device.h"
 
 namespace kv {
@@ -80,7 +81,9 @@ class TopKTest : public test::GpuTest, public ::testing::WithParamInterface<TopK
 
 TEST_P(TopKTest, MatchesStableSort) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopKInputs inputs(device, GetParam(), rng);
   TopK topk(device);
   inputs.select_and_expect(device, topk);
@@ -93,7 +96,9 @@ class TopKRowCapacityTest : public test::GpuTest {};
 
 TEST_F(TopKRowCapacityTest, EitherSideOfTheRowCapacity) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopK topk(device);
   for (uint32_t n : {topk.row_capacity(), topk.row_capacity() + 1}) {
     SCOPED_TRACE("n " + std::to_string(n));
@@ -109,7 +114,9 @@ class TopKReuseTest : public test::GpuTest {};
 
 TEST_F(TopKReuseTest, RecordedTogetherAndRunTwice) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopKInputs first(device, {6, 40000, 1000, 0}, rng), second(device, {3, 5000, 4999, 0}, rng);
   TopK topk(device);
   ASSERT_GT(plan_long_row(first.n, first.k, first.stride, topk.staged_capacity()).slices, 0u);
@@ -133,7 +140,9 @@ class TopKOutlierTest : public test::GpuTest {};
 
 TEST_F(TopKOutlierTest, OutliersHoldT) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopK topk(device);
   const uint32_t n = 70000;
   for (uint32_t k : {3u, 10u, n - 5}) {
@@ -160,7 +169,9 @@ class TopKCapacityTest : public test::GpuTest, public ::testing::WithParamInterf
 
 TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopK topk(device);
   const uint32_t top = uint32_t(int(topk.staged_capacity()) + GetParam());
   for (uint32_t n : {std::max(3 * top, topk.row_capacity() + 1), std::max(3 * top, 65536u)}) {
@@ -181,7 +192,9 @@ TEST_P(TopKCapacityTest, AroundTheStagedCapacity) {
 // capacity they are staged, one more and the last workgroup reads the row.
 TEST_P(TopKCapacityTest, TiesAtTheSampleThreshold) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopK topk(device);
   const uint32_t top = uint32_t(int(topk.staged_capacity()) + GetParam()), n = 65536;
   TopKInputs inputs(device, {2, n, 100, 0}, rng);
@@ -199,7 +212,9 @@ class TopKSampleTest : public test::GpuTest {};
 
 TEST_F(TopKSampleTest, SampleAboveTheRowsKthKey) {
   vk::Device& device = test::device();
-  std::mt19937 rng(std::random_device{}());
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
   TopK topk(device);
   const uint32_t n = 40000;
   TopKInputs inputs(device, {2, n, 1100, 0}, rng);  // 1024 keys reach the threshold, 13

@@ -100,7 +100,8 @@ HostLayer host_layer_so_far(const ModelConfig& c, const std::vector<Vector>& que
 // layer's rotated, rounded q, k and v, and `rule` may narrow each block's attention.
 template <typename OnQkv>
 std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span<const int32_t> tokens,
-                                         const std::vector<Block>& blocks, const AttendRule& rule, OnQkv on_qkv) {
+                                         const std::vector<Block>& blocks, const AttendRule& rule, OnQkv on_qkv,
+                                         bool round_stored = true) {
   if (checkpoint.random()) throw InputError("the float64 reference reads the weights, which a random checkpoint draws on the device");
   const ModelConfig& c = checkpoint.config();
   const DType dtype = checkpoint.matrix_dtype();
@@ -137,9 +138,9 @@ std::vector<std::vector<double>> forward(const Checkpoint& checkpoint, std::span
         }
         rotate(q, c.heads, c, position);
         rotate(k, c.kv_heads, c, position);
-        for (double& e : q) e = stored(e, dtype);
-        for (double& e : k) e = stored(e, dtype);
-        for (double& e : v) e = stored(e, dtype);
+        if (round_stored)
+          for (Vector* values : {&q, &k, &v})
+            for (double& e : *values) e = stored(e, dtype);
         on_qkv(layer, position, q, k, v);
         l.keys.push_back(k);
         l.values.push_back(v);
@@ -205,8 +206,9 @@ std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std:
 }
 
 std::vector<std::vector<double>> model_logits(const Checkpoint& checkpoint, std::span<const int32_t> tokens,
-                                              const std::vector<Block>& blocks, const AttendRule& rule) {
-  return forward(checkpoint, tokens, blocks, rule, [](uint32_t, uint32_t, const Vector&, const Vector&, const Vector&) {});
+                                              const std::vector<Block>& blocks, const AttendRule& rule, bool round_stored) {
+  return forward(checkpoint, tokens, blocks, rule, [](uint32_t, uint32_t, const Vector&, const Vector&, const Vector&) {},
+                 round_stored);
 }
 
 LayerQkv model_qkv(const Checkpoint& checkpoint, std::span<const int32_t> tokens, uint32_t layer) {

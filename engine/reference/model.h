@@ -25,9 +25,14 @@ std::vector<std::vector<double>> model_logits(const model::Checkpoint& checkpoin
 using AttendRule = std::function<std::optional<Selection>(uint32_t layer, const HostLayer& so_far, const Block& block)>;
 
 // The same with the positions taken in `blocks` (in order, covering tokens)
-// and each block's attention narrowed by `rule` (none: dense).
+// and each block's attention narrowed by `rule` (none: dense). With
+// `round_stored` false, q, k and v stay float64: how far that moves the logits
+// is how far the storage's rounding can move them, the scale of the gap
+// between an implementation whose values fall a rounding step apart from
+// these (float32 arithmetic ahead of the same rounding) and this pass.
 std::vector<std::vector<double>> model_logits(const model::Checkpoint& checkpoint, std::span<const int32_t> tokens,
-                                              const std::vector<Block>& blocks, const AttendRule& rule);
+                                              const std::vector<Block>& blocks, const AttendRule& rule,
+                                              bool round_stored = true);
 
 // What a capture of layer `layer` holds for `tokens` from position 0: q
 // [H, T, d], k and v [G, T, d] after RoPE, rounded to the storage type.

@@ -527,10 +527,14 @@ std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOpti
       gaps[g] = scores[budget - 1] - scores[budget];
     }
     if (block.n_queries <= options.n_q) continue;
+    // The mean adds the heads' kept queries rank by rank, so with more than
+    // one head the order among the kept ones decides too, not only the cut.
+    const bool order_decides = options.quoka_group == GroupReduce::mean && layer.shape.group() > 1;
     for (uint32_t h = g * layer.shape.group(); h < (g + 1) * layer.shape.group(); ++h) {
       Vector cosine = mean_cosines(layer, h, block);
       std::sort(cosine.begin(), cosine.end());
-      gaps[g] = std::min(gaps[g], cosine[options.n_q] - cosine[options.n_q - 1]);
+      for (uint32_t r = order_decides ? 1 : options.n_q; r <= options.n_q; ++r)
+        gaps[g] = std::min(gaps[g], cosine[r] - cosine[r - 1]);
     }
   }
   return gaps;

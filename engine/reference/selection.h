@@ -47,10 +47,11 @@ std::vector<double> window_scores(const HostLayer& layer, const std::string& met
                                   const Block& block, uint32_t budget, uint32_t kv_head);
 
 // QuoKA decides twice per KV head: which n_q queries of each of its heads are
-// least similar to their mean, and which `budget` keys score highest. Per KV
-// head, the smallest gap between the values on either side of either cut
-// (infinity where nothing is cut): where it is near float32 rounding, a float32
-// implementation may rightly decide the other way.
+// least similar to their mean (and, where a mean over several heads adds them
+// rank by rank, in which order), and which `budget` keys score highest. Per
+// KV head, the smallest gap between the values on either side of a cut or of
+// two neighbouring ranks (infinity where nothing is decided): where it is near
+// float32 rounding, a float32 implementation may rightly decide the other way.
 std::vector<double> quoka_decision_gaps(const HostLayer& layer, const MethodOptions& options, const Block& block,
                                         uint32_t budget);
 
