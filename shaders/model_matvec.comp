@@ -23,6 +23,15 @@
 #include "layouts.h"
 
 layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the weights'
+// RMSNorm's 1 / rms after the weights' stream (GPUs) or before it (CPUs:
+// lavapipe runs a workgroup as coroutines that suspend at each barrier, and
+// the stream's sums kept across norm_scale's barrier cost its linear layers a
+// third more on 2 cores: ModelKernels, docs/perf.md).
+layout(constant_id = 1) const bool NORM_AFTER_STREAM = true;
+// Subgroups a row's input channels are cut into: 1, 2, 4 or 8. A constant, so
+// that the stream's strides are too: as a push constant it cost lavapipe's
+// linear layers 10-15% (docs/perf.md).
+layout(constant_id = 2) const uint SLICES = 1u;
 const uint LANES = 32, ROWS = 8, INVOCATIONS = 256;
 layout(local_size_x = 256) in;  // LANES * ROWS
 
@@ -77,7 +86,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
   {                                                                                         \
     const uint row_start = (row) * pc.n_in;                                                 \
     if (pc.n_in % 8u == 0u) {                                                               \
-      const uint STRIDE = 8u * LANES * pc.slices;                                           \
+      const uint STRIDE = 8u * LANES * SLICES;                                           \
       uint k = 8u * (lane + LANES * slice);                                                 \
       vec4 lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3;                                          \
       for (; k + 3u * STRIDE < pc.n_in; k += 4u * STRIDE) {                                 \
@@ -95,7 +104,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
         sum += dot(lo0, input4(k / 4u)) + dot(hi0, input4(k / 4u + 1u));                    \
       }                                                                                     \
     } else {                                                                                \
-      for (uint k = 2u * (lane + LANES * slice); k < pc.n_in; k += 2u * LANES * pc.slices) { \
+      for (uint k = 2u * (lane + LANES * slice); k < pc.n_in; k += 2u * LANES * SLICES) { \
         const uint e = row_start + k;                                                       \
         vec2 w;                                                                             \
         if (ELEMENT_TYPE == ELEMENT_F32) {                                                  \
@@ -116,7 +125,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
   {                                                                                           \
     if (pc.n_in % 8u == 0u) {                                                                 \
       const uint start_a = (row_a) * pc.n_in, start_b = (row_b) * pc.n_in;                    \
-      const uint STRIDE = 8u * LANES * pc.slices;                                             \
+      const uint STRIDE = 8u * LANES * SLICES;                                             \
       uint k = 8u * (lane + LANES * slice);                                                   \
       vec4 a0, a1, b0, b1, c0, c1, d0, d1;                                                    \
       for (; k + STRIDE < pc.n_in; k += 2u * STRIDE) {                                        \
@@ -183,8 +192,8 @@ void store(uint r, float total) {
 }
 
 // RMSNorm's 1 / rms of the input (every invocation calls it; 1 without
-// norm). Only the row sums' ends need it, so it is taken after the weights'
-// stream rather than before: a few kB from cache, off the stream's path.
+// norm). Only the row sums' ends need it, so on a GPU it is taken after the
+// weights' stream rather than before: a few kB from cache, off the stream's path.
 float norm_scale() {
   if (pc.norm == 0u) return 1.0;
   float s = 0.0;
@@ -201,7 +210,7 @@ float norm_scale() {
 // of a row slot uses them): each slice's subgroup total, added over the slices.
 vec2 row_totals(uint slot, uint slice, uint lane, float sum_a, float sum_b) {
   const float a = slot_total(slot, lane, sum_a), b = slot_total(slot, lane, sum_b);
-  if (pc.slices == 1u) return vec2(a, b);
+  if (SLICES == 1u) return vec2(a, b);
   if (lane == 0u) {
     slice_sums[0][slot] = a;
     slice_sums[1][slot] = b;
@@ -209,7 +218,7 @@ vec2 row_totals(uint slot, uint slice, uint lane, float sum_a, float sum_b) {
   barrier();
   vec2 total = vec2(0.0);
   if (slice == 0u)
-    for (uint s = 0u; s < pc.slices; ++s) total += vec2(slice_sums[0][slot + s], slice_sums[1][slot + s]);
+    for (uint s = 0u; s < SLICES; ++s) total += vec2(slice_sums[0][slot + s], slice_sums[1][slot + s]);
   return total;
 }
 
@@ -268,13 +277,14 @@ void rope_finished_heads(uint first_row, uint count) {
 void main() {
   // Slot = row slot x slices + slice: a row's slices are neighbouring subgroups.
   const uint lane = gl_LocalInvocationIndex % LANES, slot = gl_LocalInvocationIndex / LANES;
-  const uint slice = slot % pc.slices, row_slot = slot / pc.slices, row_slots = ROWS / pc.slices;
+  const uint slice = slot % SLICES, row_slot = slot / SLICES, row_slots = ROWS / SLICES;
+  const float scale_before = NORM_AFTER_STREAM ? 1.0 : norm_scale();
   // With one token a head-major input is row-major: [heads, 1, d] is [heads * d].
   float sum_a = 0.0, sum_b = 0.0;
   if (pc.gated != 0u) {  // a workgroup takes row_slots rows of gate and of up
     const uint r = gl_WorkGroupID.x * row_slots + row_slot;
     if (r < pc.rows0) ROW_PAIR_SUM(load0, words0, r, sum_a, load1, words1, r, sum_b)
-    const float scale = norm_scale();
+    const float scale = NORM_AFTER_STREAM ? norm_scale() : scale_before;
     const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;
     if (lane == 0u && slice == 0u && r < pc.rows0) {
       const float gate = totals.x, up = totals.y, value = gate / (1.0 + exp(-gate)) * up;
@@ -298,7 +308,7 @@ void main() {
     if (m_b == 1u) ROW_SUM(load1, words1, local_b, sum_b)
     else if (m_b == 2u) ROW_SUM(load2, words2, local_b, sum_b)
   }
-  const float scale = norm_scale();
+  const float scale = NORM_AFTER_STREAM ? norm_scale() : scale_before;
   const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;
   if (lane == 0u && slice == 0u) {
     store(r_a, totals.x);

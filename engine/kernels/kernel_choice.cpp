@@ -19,6 +19,8 @@ MatrixKernels matrix_kernels(const vk::DeviceInfo& info, bool validation) {
   return MatrixKernels::cooperative_matrix_khr;
 }
 
+DeviceClass device_class(const vk::DeviceInfo& info) { return info.type == "cpu" ? DeviceClass::cpu : DeviceClass::gpu; }
+
 // A created device took the KHR (and cm2) extensions unless a validation
 // layer was asked for: its choice is the info's with that validation.
 MatrixKernels matrix_kernels(const vk::Device& device) {

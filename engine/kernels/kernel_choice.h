@@ -28,6 +28,14 @@ MatrixKernels matrix_kernels(const vk::Device& device);
 // For a device not yet created: with a validation layer, or without.
 MatrixKernels matrix_kernels(const vk::DeviceInfo& info, bool validation);
 
+// The two kinds of device the engine's shape rules are measured on: GPUs (the
+// H100) and CPUs running Vulkan (Mesa's lavapipe, on 2 cores). A rule that
+// fills a GPU's many multiprocessors with more, smaller workgroups only adds
+// work where a few threads run every workgroup in turn, so a rule tuned on
+// one says what it chooses for the other too (tests/test_kernel_choice.cpp).
+enum class DeviceClass { gpu, cpu };
+DeviceClass device_class(const vk::DeviceInfo& info);
+
 // "cooperative matrix 2 (VK_NV_cooperative_matrix2)", with the reason the
 // better kernels are not taken where they are not: one line.
 std::string describe_matrix_kernels(const vk::DeviceInfo& info, bool validation);

@@ -1,6 +1,7 @@
 #include "model/kernels.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -69,8 +70,6 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
       embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
              std::vector<uint32_t>{element_type(storage)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
-      matvec_(device, "model_matvec", model_matvec_spirv, {17, sizeof(layouts::ModelMatvecPush)},
-              std::vector<uint32_t>{element_type(storage)}),
       matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
               std::vector<uint32_t>{element_type(storage), kTileRows, kTileTokens, kTileRows * kTileTokens}),
       rope_(device, "model_rope", model_rope_spirv, {8, sizeof(layouts::ModelRopePush)},
@@ -185,7 +184,16 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   1, stage);
 }
 
-uint32_t ModelKernels::matvec_slices(uint32_t n_in) {
+const vk::Kernel& ModelKernels::matvec(uint32_t slices) const {
+  const size_t index = std::countr_zero(slices);
+  if (!matvec_by_slices_[index])
+    matvec_by_slices_[index].emplace(
+        device_, "model_matvec", model_matvec_spirv, vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
+        std::vector<uint32_t>{element_type(storage_), matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u, slices});
+  return *matvec_by_slices_[index];
+}
+
+uint32_t ModelKernels::matvec_slices(DeviceClass device, uint32_t n_in) {
   // KVSCOPE_MATVEC_SLICES=1|2|4|8: every matrix-vector product so (tools/dev/README.md).
   // Read once: this runs for every product a step records.
   static const uint32_t forced = [] {
@@ -194,6 +202,10 @@ uint32_t ModelKernels::matvec_slices(uint32_t n_in) {
     return slices == 1 || slices == 2 || slices == 4 || slices == 8 ? slices : 0u;
   }();
   if (forced) return forced;
+  // On lavapipe a slice is another subgroup's turn over the same row and
+  // another sum to meet in shared memory: llama-debian-5m's linear layers took
+  // X ms a decode step in one slice against Y in two (docs/perf.md).
+  if (device == DeviceClass::cpu) return 1;
   const uint32_t steps = n_in % 8 ? ceil_div(n_in, 64) : ceil_div(n_in, 256);  // a subgroup's reads of a row
   // Two slices where each keeps two reads of a row at least: the 8B step at
   // 32k on the H100 was fastest so, every product forced to 1, 2, 4 and 8
@@ -222,10 +234,10 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
   }
   if (gated) rows[1] = 0;  // the second matrix's rows are the first's
   const uint32_t all_rows = rows[0] + rows[1] + rows[2];
-  if (slices == 0) slices = matvec_slices(n_in);
+  if (slices == 0) slices = matvec_slices(device_class(device_.info()), n_in);
   if (slices != 1 && slices != 2 && slices != 4 && slices != 8) throw std::logic_error("model_matvec takes 1, 2, 4 or 8 slices");
   layouts::ModelMatvecPush push{n_in, rows[0], rows[1], rows[2], accumulate ? 1u : 0u, has_bias ? 1u : 0u,
-                                gated ? 1u : 0u, norm ? 1u : 0u, eps, slices};
+                                gated ? 1u : 0u, norm ? 1u : 0u, eps};
   // Rope's bindings: the rotations, queries, key and value cache, kept queries and the heads' row counts.
   const vk::Buffer* rope_buffers[6] = {&no_bias_, &no_bias_, &no_bias_, &no_bias_, &no_bias_, &no_bias_};
   if (rope) {
@@ -245,7 +257,7 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
     std::copy(std::begin(given), std::end(given), rope_buffers);
   }
   const uint32_t row_slots = kMatvecRows / slices;  // a workgroup's rows (pairs of rows ungated)
-  pass.dispatch(matvec_,
+  pass.dispatch(matvec(slices),
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
                  norm ? norm : &no_bias_, rope_buffers[0], rope_buffers[1], rope_buffers[2], rope_buffers[3], rope_buffers[4],
                  rope_buffers[5]},

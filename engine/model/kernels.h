@@ -3,6 +3,7 @@
 // chains them into a step, and tests/test_model_ops.cpp holds each to float64
 // alone, so that a kernel's bug names its kernel. Activations are fp32 rows;
 // weights, queries and the cache are in the model's storage type.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -75,8 +76,11 @@ class ModelKernels {
   void token_linear(vk::Pass& pass, std::span<const TokenProjection> projections, const vk::Buffer& x, uint32_t n_in,
                     const vk::Buffer* norm, float eps, bool gated, bool accumulate, const std::string& stage,
                     uint32_t slices = 0, const TokenRope* rope = nullptr) const;
-  // The slices model_matvec cuts each row's n_in channels into.
-  static uint32_t matvec_slices(uint32_t n_in);
+  // The slices model_matvec cuts each row's n_in channels into on a device of that class.
+  static uint32_t matvec_slices(DeviceClass device, uint32_t n_in);
+  // Whether model_matvec takes RMSNorm's scale after the weights' stream
+  // (GPUs) or before it (CPUs), on a device of that class.
+  static bool matvec_norm_after_stream(DeviceClass device) { return device == DeviceClass::gpu; }
   void rope(vk::Pass& pass, const RopeBuffers& buffers, const layouts::ModelRopePush& push) const;
   // h[i] = silu(gate[i]) * up[i] for an even count: fp32 (h may be gate), or fp16
   // with half_output.
@@ -102,7 +106,10 @@ class ModelKernels {
   const vk::Device& device_;
   DType storage_;
   MatrixKernels linear_kernels_;
-  vk::Kernel embed_, rmsnorm_, matvec_, matmul_;
+  vk::Kernel embed_, rmsnorm_, matmul_;
+  // model_matvec by its slices (1, 2, 4, 8), built when first used.
+  mutable std::array<std::optional<vk::Kernel>, 4> matvec_by_slices_;
+  const vk::Kernel& matvec(uint32_t slices) const;
   // model_matmul_cm2 by tile and input type, built as first asked for.
   mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_cm2_;
   std::optional<vk::Kernel> matmul_matrix_, matmul_matrix_half_, matmul_splits_;  // fp32 inputs, fp16 inputs
