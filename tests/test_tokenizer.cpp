@@ -17,6 +17,7 @@
 #include "base/random.h"
 #include "model/chat.h"
 #include "model/gguf.h"
+#include "model/prompts.h"
 #include "model/tokenizer.h"
 
 namespace kv {
@@ -130,7 +131,105 @@ TEST_P(RealTokenizerGolden, MatchesHuggingFaceIdsAndText) {
   }
 }
 
+// The UTF-8 characters that `bytes` holds whole, and one U+FFFD where it
+// stops inside one: what text ids that split a character decode to.
+std::string whole_characters(const std::string& bytes) {
+  size_t start = bytes.size();
+  while (start > 0 && (uint8_t(bytes[start - 1]) & 0xC0) == 0x80) --start;
+  if (start == 0) return bytes;
+  const auto lead = uint8_t(bytes[--start]);
+  const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+  return bytes.size() - start == length ? bytes : bytes.substr(0, start) + "\xEF\xBF\xBD";
+}
+
+// Each prefix of the ids of a text with characters that the byte-level files
+// and Mistral's byte fallback split over several tokens: the text up to the
+// cut, one U+FFFD for a character cut inside (as Hugging Face's decode and
+// Python's errors="replace" give it); an id past the model's vocabulary is
+// refused, one the model has and the tokenizer lacks adds no text.
+TEST_P(RealTokenizerGolden, IdsThatSplitACharacterEndInOneReplacement) {
+  const auto tokenizer = model::open_tokenizer(std::string(KVSCOPE_REAL_TOKENIZERS) + "/" + GetParam() + "/tokenizer.json", 0);
+  model::ModelConfig config;
+  config.vocab = tokenizer->vocab_size() + 7;  // as Qwen's models have padding rows past the tokenizer's ids
+  const std::string text = "Grüße 日本 \xF0\x9D\x94\x98\xF0\x9D\x94\xAB \xF0\x9F\xA7\x97\xE2\x80\x8D\xE2\x99\x80 ok";  // 𝔘𝔫, a person climbing with a joiner
+  const std::vector<int32_t> ids = tokenizer->encode(text);
+  EXPECT_EQ(model::ids_text(*tokenizer, config, ids), text);
+  int cuts_inside = 0;
+  for (size_t n = 0; n <= ids.size(); ++n) {
+    std::string bytes;
+    int32_t previous = -1;
+    for (size_t k = 0; k < n; ++k) bytes += tokenizer->decode(std::exchange(previous, ids[k]), ids[k]);
+    ASSERT_EQ(text.compare(0, bytes.size(), bytes), 0) << n << " ids";
+    const std::string expected = whole_characters(bytes);
+    cuts_inside += expected != bytes;
+    EXPECT_EQ(model::ids_text(*tokenizer, config, std::span(ids).first(n)), expected) << n << " ids";
+  }
+  EXPECT_GE(cuts_inside, 2);
+  EXPECT_EQ(model::ids_text(*tokenizer, config, std::vector<int32_t>{int32_t(tokenizer->vocab_size())}), "");
+  for (int32_t bad : {-1, int32_t(config.vocab)})
+    EXPECT_THROW((void)model::ids_text(*tokenizer, config, std::vector<int32_t>{bad}), InputError) << bad;
+}
+
 INSTANTIATE_TEST_SUITE_P(Files, RealTokenizerGolden, ::testing::Values("llama2", "llama3_1", "qwen3"));
+
+// valid_utf8 gives what Python's bytes.decode("utf-8", errors="replace")
+// gives (Python 3.11, as tools/python/test_kvscope.py checks through
+// Model.detokenize on these and random bytes): one U+FFFD per maximal
+// ill-formed subpart.
+TEST(Utf8, ReplacesAsPythonDoes) {
+  const std::string r = "\xEF\xBF\xBD";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"caf\xC3", "caf" + r},                              // a 2-byte character cut at the end
+      {"\xE2\x82", r},                                     // 3 bytes cut after 2
+      {"\xF0\x9F\x8E", r},                                 // 4 bytes cut after 3
+      {"\xC3\xA9\xE2", "\xC3\xA9" + r},                       // é, then a lead alone
+      {"a\x80" "b", "a" + r + "b"},                         // a lone continuation byte
+      {"\xBF\xBF", r + r},
+      {"\xC0\xAF", r + r},                                 // overlong '/': C0 and C1 never lead
+      {"\xC1\xBF", r + r},
+      {"\xE0\x80\xAF", r + r + r},                         // overlong in 3 bytes: E0 takes A0-BF
+      {"\xF0\x80\x80\xAF", r + r + r + r},                 // overlong in 4: F0 takes 90-BF
+      {"\xED\xA0\x80", r + r + r},                         // the surrogate U+D800: ED takes 80-9F
+      {"\xED\xBF\xBF", r + r + r},
+      {"\xF4\x90\x80\x80", r + r + r + r},                 // past U+10FFFF
+      {"\xF5\x80", r + r},                                 // F5-FF never lead
+      {"\xF8\x88\x80\x80\x80", r + r + r + r + r},
+      {"\xFE\xFF", r + r},
+      {"\xE2(\xA1", r + "(" + r},                          // a cut by ASCII, then a stray byte
+      {"\xE2\x82(", r + "("},
+      {"\xF0(\x8C(", r + "(" + r + "("},
+      {"\xE2\x82\xAC \xEF\xBF\xBF \xF4\x8F\xBF\xBF", "\xE2\x82\xAC \xEF\xBF\xBF \xF4\x8F\xBF\xBF"},  // €, U+FFFF, U+10FFFF
+      {std::string("x\0y", 3), std::string("x\0y", 3)},
+  };
+  for (const auto& [bytes, text] : cases) EXPECT_EQ(model::valid_utf8(bytes), text) << ::testing::PrintToString(bytes);
+}
+
+// Pieces through Utf8Stream add up to valid_utf8 of their bytes, however the
+// bytes are cut; a character's first bytes wait for the rest.
+TEST(Utf8, StreamAddsUpToTheWhole) {
+  model::Utf8Stream stream;
+  EXPECT_EQ(stream.push("a\xE2\x82"), "a");
+  EXPECT_EQ(stream.push("\xAC"), "\xE2\x82\xAC");
+  EXPECT_EQ(stream.push("\xF0\x9F"), "");
+  EXPECT_EQ(stream.finish(), "\xEF\xBF\xBD");
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Random random(seed);
+  // Bytes that make every case above likely: ASCII, continuations, each kind of lead, and bytes never valid.
+  const std::string pool = "a(\x80\x8F\x90\x9F\xA0\xBF\xC0\xC1\xC2\xDF\xE0\xE1\xED\xEF\xF0\xF3\xF4\xF5\xFF";
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string bytes;
+    for (uint64_t n = random.below(12); n--;) bytes += pool[random.below(pool.size())];
+    std::string streamed;
+    for (size_t at = 0; at < bytes.size();) {
+      const size_t length = std::min<size_t>(bytes.size() - at, random.below(4));
+      streamed += stream.push(std::string_view(bytes).substr(at, length));
+      at += length;
+    }
+    streamed += stream.finish();
+    EXPECT_EQ(streamed, model::valid_utf8(bytes)) << ::testing::PrintToString(bytes);
+  }
+}
 
 // The same three files as llama.cpp's converter puts them in a GGUF file
 // (tokenizer.ggml.*: tokens by id, their types, and merges for the byte-level

@@ -110,14 +110,19 @@ Generation generate(const vk::Device& device, const Checkpoint& checkpoint, cons
   auto choose = [&] { return config.temperature == 0 ? runner.greedy() : sample(runner.logits(), config.temperature, config.top_p, random); };
   int32_t previous = g.prompt.back(), next = choose();
   const auto first_token = std::chrono::steady_clock::now();
+  // The text is valid_utf8 of the tokens' bytes, streamed: a character split
+  // over tokens is passed on whole, once its last byte has come.
+  Utf8Stream text;
+  auto pass_on = [&](const std::string& piece) {
+    if (on_piece && !piece.empty()) on_piece(piece);
+    g.text += piece;
+  };
   // Takes a chosen token; false at an end of sequence or the last step.
   auto emit = [&](int32_t token) {
     const auto& eos = model_config.eos_tokens;
     if (std::find(eos.begin(), eos.end(), token) != eos.end()) return false;
-    const std::string piece = tokenizer.decode(previous, token);
-    if (on_piece) on_piece(piece);
+    pass_on(text.push(tokenizer.decode(previous, token)));
     g.ids.push_back(token);
-    g.text += piece;
     previous = token;
     return g.ids.size() < config.steps;
   };
@@ -129,6 +134,7 @@ Generation generate(const vk::Device& device, const Checkpoint& checkpoint, cons
       next = choose();
     }
   }
+  pass_on(text.finish());
   const auto end = std::chrono::steady_clock::now();
   g.prefill_seconds = std::chrono::duration<double>(first_token - start).count();
   g.decode_ms = g.ids.size() > 1 ? std::chrono::duration<double, std::milli>(end - first_token).count() / double(g.ids.size() - 1) : 0;

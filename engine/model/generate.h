@@ -45,7 +45,7 @@ struct GenerateConfig {
 struct Generation {
   std::vector<int32_t> prompt;  // the prompt's tokens, with the model's BOS where it has one
   std::vector<int32_t> ids;     // the generated tokens, the end-of-sequence token left out
-  std::string text;             // their text
+  std::string text;             // their text (valid_utf8: bytes that are not UTF-8 as U+FFFD)
   double prefill_seconds = 0;   // time to first token
   double decode_ms = 0;         // per generated token after the first
   std::vector<float> prompt_logits;  // [prompt, vocab] with GenerateConfig::prompt_logits
@@ -53,8 +53,9 @@ struct Generation {
   std::map<std::string, double> ms_by_part;
 };
 
-// Called with each generated token's text as it is made; and after each
-// prefill chunk with (prompt tokens done, prompt tokens).
+// Called with the generated text as it is made (a token's, or a character
+// that the last token completed; the pieces add up to Generation::text); and
+// after each prefill chunk with (prompt tokens done, prompt tokens).
 using PieceCallback = std::function<void(const std::string& piece)>;
 using PrefillProgress = std::function<void(uint32_t done, uint32_t total)>;
 

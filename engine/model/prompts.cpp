@@ -40,6 +40,18 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const ModelConfig
   return tokens;
 }
 
+std::string ids_text(const Tokenizer& tokenizer, const ModelConfig& model, std::span<const int32_t> ids, int32_t previous) {
+  std::string bytes;
+  for (int32_t id : ids) {
+    if (id < 0 || uint32_t(id) >= model.vocab)
+      throw InputError("token id " + std::to_string(id) + " is outside the model's vocabulary (0 to " +
+                           std::to_string(model.vocab - 1) + ")",
+                       "ids");
+    bytes += tokenizer.decode(std::exchange(previous, id), id);
+  }
+  return valid_utf8(bytes);
+}
+
 RetrievalPrompt passkey_prompt(const Tokenizer& tokenizer, uint32_t tokens, double depth, uint32_t passkey) {
   if (!(depth >= 0 && depth <= 1)) throw InputError("the depth must be in [0, 1]");
   auto length = [&](uint32_t fillers) { return tokenizer.encode(build_passkey(fillers, depth, passkey).text).size() + 1; };

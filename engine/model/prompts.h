@@ -3,6 +3,7 @@
 // tools/export/capture_qkv.py writes them, so that a capture, a needle test and a
 // generation see the same words.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,11 @@ struct RetrievalPrompt {
 
 // What the model reads for `text`: its BOS where it has one, then the text's tokens.
 std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, const ModelConfig& model, std::string_view text);
+// The text of `ids`, each token decoded after the one before it (the first
+// after `previous`; -1: at the start of a text), made valid_utf8 as a whole:
+// kvscope.Model.detokenize, and generate's text after the prompt's last
+// token. InputError for an id outside the model's vocabulary.
+std::string ids_text(const Tokenizer& tokenizer, const ModelConfig& model, std::span<const int32_t> ids, int32_t previous = -1);
 
 // Quest's and Fier's passkey prompt: an introduction, filler sentences with the
 // passkey sentence at `depth` (0..1) of them, and the question; as many fillers

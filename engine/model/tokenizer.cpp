@@ -16,6 +16,7 @@
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
+#include <unicode/utf8.h>
 
 #include "base/error.h"
 #include "model/files.h"
@@ -331,8 +332,10 @@ class HfTokenizer final : public Tokenizer {
 
   std::string decode(int32_t previous, int32_t token) const override {
     if (const auto added = added_text_.find(token); added != added_text_.end()) return added->second;
+    // An id the model has and the tokenizer lacks (Qwen's padding rows past
+    // its last added token) adds no text, as tokenizers' decode skips it.
     const auto it = text_of_.find(token);
-    if (it == text_of_.end()) throw InputError(source_ + ": no token " + std::to_string(token));
+    if (it == text_of_.end()) return "";
     if (!byte_level_) {  // the SentencePiece-style decoders: Replace, ByteFallback, Fuse, Strip
       if (const int byte = fallback_byte(it->second); byte >= 0 && decode_byte_fallback_) return std::string(1, char(byte));
       std::string text = it->second;
@@ -685,6 +688,54 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::filesystem::path& path, uin
   const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "tokenizer.json" : path;
   if (file.extension() == ".json") return parse_hf_tokenizer(read_text_file(file), file.string());
   return parse_llama2c_tokenizer(read_text_file(file), vocab_size, file.string());
+}
+
+namespace {
+
+// Appends `bytes` to `out` as valid_utf8 makes them; with `hold`, the first
+// bytes of a character that the end cuts short are left out, and their count
+// returned (0 otherwise).
+size_t append_valid_utf8(std::string& out, std::string_view bytes, bool hold) {
+  const int64_t end = int64_t(bytes.size());
+  for (int64_t i = 0; i < end;) {
+    const int64_t start = i;
+    UChar32 c;
+    U8_NEXT(bytes.data(), i, end, c);  // a bad sequence: c < 0, i past its maximal subpart
+    if (c >= 0) {
+      out.append(bytes.substr(size_t(start), size_t(i - start)));
+      continue;
+    }
+    // A subpart that reaches the end is a character's first bytes where it
+    // has more than one, or one byte that leads a sequence (C2-F4).
+    const auto lead = uint8_t(bytes[size_t(start)]);
+    if (hold && i == end && (i - start > 1 || (lead >= 0xC2 && lead <= 0xF4))) return size_t(end - start);
+    out += "\xEF\xBF\xBD";
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string valid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  append_valid_utf8(out, bytes, false);
+  return out;
+}
+
+std::string Utf8Stream::push(std::string_view piece) {
+  held_.append(piece);
+  std::string out;
+  const size_t held = append_valid_utf8(out, held_, true);
+  held_.erase(0, held_.size() - held);
+  return out;
+}
+
+std::string Utf8Stream::finish() {
+  std::string out;
+  append_valid_utf8(out, held_, false);
+  held_.clear();
+  return out;
 }
 
 namespace {

@@ -40,4 +40,25 @@ std::unique_ptr<Tokenizer> parse_llama2c_tokenizer(const std::string& bytes, uin
 // tokenizer.json (a file, or in a model directory) or a llama2.c tok*.bin.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::filesystem::path& path, uint32_t vocab_size);
 
+// `bytes` as UTF-8 text: each maximal ill-formed subpart (a sequence cut
+// short, a stray continuation byte, an overlong form, an encoded surrogate,
+// a byte C0, C1 or F5-FF) becomes one U+FFFD, Unicode's practice for U+FFFD
+// substitution and Python's bytes.decode("utf-8", errors="replace"). A
+// model's tokens can stop, or be drawn, inside a character; what the front
+// ends show (stdout, JSON, a Python str) is text.
+std::string valid_utf8(std::string_view bytes);
+
+// valid_utf8 of bytes that come in pieces (a generated token's at a time):
+// push returns the text that is final so far, holding back the first bytes
+// of a character that may yet complete; finish returns the rest. The texts
+// returned add up to valid_utf8 of all the bytes pushed.
+class Utf8Stream {
+ public:
+  std::string push(std::string_view piece);
+  std::string finish();
+
+ private:
+  std::string held_;
+};
+
 }  // namespace kv::model

@@ -118,13 +118,6 @@ std::vector<int32_t> random_prompt(const model::ModelConfig& config, uint32_t le
   return tokens;
 }
 
-// The continuation as text, each token decoded after the one before it.
-std::string continuation_text(const model::Tokenizer& tokenizer, int32_t before, const std::vector<int32_t>& tokens) {
-  std::string text;
-  for (size_t i = 0; i < tokens.size(); ++i) text += tokenizer.decode(i ? tokens[i - 1] : before, tokens[i]);
-  return text;
-}
-
 void print_speed_table(const nlohmann::json& table) {
   const bool decode = table.at("regime") == "decode";
   const char* const time_key = decode ? "ms_per_token" : "time_to_first_token_ms";
@@ -245,7 +238,8 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
     for (size_t cell = first_cell[t]; cell < cells.keys.size() && cells.groups[cell] == t; ++cell) {
       if (!sweep->wanted(cell)) continue;
       const model::SpeedResult& r = run.results.at(next++);
-      sweep->record(cell, speed_result_json(configs[t], run, r, continuation_text(*tokenizer, prompt.back(), r.continuation)));
+      const std::string continuation = model::ids_text(*tokenizer, checkpoint.config(), r.continuation, prompt.back());
+      sweep->record(cell, speed_result_json(configs[t], run, r, continuation));
     }
   }
 

@@ -159,7 +159,11 @@ uint32_t count_of(int64_t value, const char* what) {
   return uint32_t(value);
 }
 
-py::object from_json(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+// A result as the CLI's --json writes it (a model's text cut inside a
+// character has U+FFFD there, tools/kvscope/output_files.h), as Python objects.
+py::object from_json(const nlohmann::json& j) {
+  return py::module_::import("json").attr("loads")(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
 
 // GPU milliseconds by stage, summed where a stage recurs.
 py::dict stage_ms(const std::vector<vk::StageTime>& times) {
@@ -256,10 +260,22 @@ py::list evaluate_methods(const PyCapture& c, const std::vector<std::string>& me
 // (as each CLI command does).
 struct PyModel {
   std::string path;
+  std::string tokenizer_path;  // "" for the model's own
   std::shared_ptr<model::Checkpoint> checkpoint;
-  std::shared_ptr<model::Tokenizer> tokenizer;
+  std::shared_ptr<model::Tokenizer> tokenizer;  // wrapped in the chat format the model was opened with
   py::object device;  // a kvscope.Device, or None for the default
 };
+
+// chat=True: the format the model's template holds; chat="NAME": that one
+// (the CLI's --chat, --chat-format); None or False: none.
+model::ChatFormat chat_format_of(const std::string& path, const model::Checkpoint& checkpoint,
+                                 const std::string& tokenizer_path, const py::object& chat) {
+  if (py::isinstance<py::str>(chat)) return model::model_chat_format(path, checkpoint, tokenizer_path, chat.cast<std::string>());
+  if (!chat.is_none() && !py::isinstance<py::bool_>(chat))
+    throw InputError("chat is True, False, None or a format's name, not a " + std::string(Py_TYPE(chat.ptr())->tp_name), "chat");
+  if (chat.is_none() || !chat.cast<bool>()) return model::ChatFormat::none;
+  return model::model_chat_format(path, checkpoint, tokenizer_path, "");
+}
 
 PyModel open_model(const std::string& path, bool random_weights, int64_t seed, const py::object& tokenizer,
                    const py::object& device, const py::object& chat) {
@@ -267,16 +283,61 @@ PyModel open_model(const std::string& path, bool random_weights, int64_t seed, c
   m.path = path;
   m.checkpoint = std::make_shared<model::Checkpoint>(random_weights ? model::Checkpoint::random(path, count_of(seed, "seed"))
                                                                     : model::Checkpoint::open(path));
-  const std::string tokenizer_path = tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>();
-  std::unique_ptr<model::Tokenizer> t = model::model_tokenizer(path, *m.checkpoint, tokenizer_path);
-  // chat=True: the format the model's template holds; chat="NAME": that one (the CLI's --chat, --chat-format).
-  if (py::isinstance<py::str>(chat))
-    t = model::chat_tokenizer(std::move(t), model::model_chat_format(path, *m.checkpoint, tokenizer_path, chat.cast<std::string>()));
-  else if (!chat.is_none() && chat.cast<bool>())
-    t = model::chat_tokenizer(std::move(t), model::model_chat_format(path, *m.checkpoint, tokenizer_path, ""));
+  m.tokenizer_path = tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>();
+  std::unique_ptr<model::Tokenizer> t = model::model_tokenizer(path, *m.checkpoint, m.tokenizer_path);
+  const model::ChatFormat format = chat_format_of(path, *m.checkpoint, m.tokenizer_path, chat);
+  if (format != model::ChatFormat::none) t = model::chat_tokenizer(std::move(t), format);
   m.tokenizer = std::move(t);
   m.device = device;
   return m;
+}
+
+// The ids the model reads for `text`, as generate's prompt_ids and the CLI's
+// --logits tokens: chat None wraps the text as the model was opened to,
+// False not at all, True or a name in that format; add_special puts the
+// model's BOS first where it has one.
+std::vector<int32_t> model_tokenize(const PyModel& m, const std::string& text, const py::object& chat, bool add_special) {
+  const model::Tokenizer* tokenizer = m.tokenizer.get();
+  std::string wrapped = text;
+  if (!chat.is_none()) {
+    tokenizer = &model::unwrapped_tokenizer(*m.tokenizer);
+    const model::ChatFormat format = chat_format_of(m.path, *m.checkpoint, m.tokenizer_path, chat);
+    if (format != model::ChatFormat::none) {
+      model::require_text_tokenizer(*tokenizer, "a chat format");
+      wrapped = model::wrap_chat(format, text);
+    }
+  }
+  return add_special ? model::prompt_tokens(*tokenizer, m.checkpoint->config(), wrapped) : tokenizer->encode(wrapped);
+}
+
+// Token ids from any iterable of ints (a list, a numpy array of integers);
+// ValueError for anything else, or an id outside the model's vocabulary.
+std::vector<int32_t> ids_of(const py::object& ids, uint32_t vocab) {
+  if (py::isinstance<py::str>(ids) || py::isinstance<py::bytes>(ids) || !py::isinstance<py::iterable>(ids))
+    throw InputError("a sequence of token ids (ints), not a " + std::string(Py_TYPE(ids.ptr())->tp_name), "ids");
+  std::vector<int32_t> out;
+  for (const py::handle& id : ids) {
+    // bool is an int to Python, and a float may hold one: neither is an id.
+    PyObject* index = py::isinstance<py::bool_>(id) || !PyIndex_Check(id.ptr()) ? nullptr : PyNumber_Index(id.ptr());
+    if (!index) {
+      PyErr_Clear();
+      throw InputError("token ids are ints, not a " + std::string(Py_TYPE(id.ptr())->tp_name), "ids");
+    }
+    const py::int_ value = py::reinterpret_steal<py::int_>(index);
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow || v < 0 || v >= vocab)
+      throw InputError("token id " + py::repr(value).cast<std::string>() + " is outside the model's vocabulary (0 to " +
+                           std::to_string(vocab - 1) + ")",
+                       "ids");
+    out.push_back(int32_t(v));
+  }
+  return out;
+}
+
+std::string model_detokenize(const PyModel& m, const py::object& ids) {
+  const model::ModelConfig& config = m.checkpoint->config();
+  return model::ids_text(*m.tokenizer, config, ids_of(ids, config.vocab));
 }
 
 std::vector<uint32_t> counts_of(const py::object& values, const char* what) {
@@ -582,14 +643,27 @@ PYBIND11_MODULE(kvscope, m) {
         return d;
       })
       .def("__repr__", [](const PyModel& m) { return "kvscope.Model('" + m.path + "')"; })
+      .def("tokenize", &model_tokenize, py::arg("text"), py::arg("chat") = py::none(), py::arg("add_special") = true,
+           "The token ids the model reads for `text` (a str, or bytes taken as they are, as the CLI's --prompt), as "
+           "generate's prompt_ids and `kvscope generate --logits`'s tokens: the model's BOS first where it has one "
+           "(add_special=False: none), the text wrapped in the chat format the model was opened with (chat=False: "
+           "not wrapped; True: the format of the model's chat template; a name: that format).")
+      .def("detokenize", &model_detokenize, py::arg("ids"),
+           "The text of `ids` as one sequence (each token decoded after the one before it, special tokens as their "
+           "text); bytes that are not UTF-8, as where the ids stop inside a character, are U+FFFD, as Python's "
+           "bytes.decode('utf-8', errors='replace') has them. Where the prompt's text ends on a whole character, "
+           "generate's text is detokenize(prompt_ids + ids) after detokenize(prompt_ids). ValueError for an id "
+           "outside the model's vocabulary or one that is not an int.")
       .def("generate", &model_generate, py::arg("prompt"), py::arg("steps") = 256, py::kw_only(),
            py::arg("method") = py::none(), py::arg("budget") = 0, py::arg("prefill_method") = py::none(),
            py::arg("prefill_budget") = 0, py::arg("dense_layers") = py::none(), py::arg("temperature") = 0.0,
            py::arg("top_p") = 0.9, py::arg("seed") = 0, py::arg("chunk") = 128,
            doc("Generates up to `steps` tokens after `prompt` (BOS first where the model has one), as "
                "`kvscope generate` does: method/budget inside each decode step's attention, prefill_method/"
-               "prefill_budget inside each prefill chunk's, dense_layers kept dense. Returns text, ids, prompt_ids, "
-               "selection, time_to_first_token_ms, decode_ms_per_token, gpu_ms_by_stage and gpu_ms_by_part."))
+               "prefill_budget inside each prefill chunk's, dense_layers kept dense. Returns text (as the CLI "
+               "prints it: bytes that are not UTF-8, as where the tokens stop inside a character, are U+FFFD), ids "
+               "(the generated tokens), prompt_ids, selection, time_to_first_token_ms, decode_ms_per_token, "
+               "gpu_ms_by_stage and gpu_ms_by_part."))
       .def("needle", &model_needle, py::kw_only(), py::arg("task") = "passkey",
            py::arg("lengths") = std::vector<uint32_t>{2048}, py::arg("depths") = std::vector<double>{0.1, 0.3, 0.5, 0.7, 0.9},
            py::arg("samples") = 1, py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},

@@ -45,6 +45,7 @@ MethodName = {literal(methods)}
 MethodOrDense = {literal(["dense"] + methods)}
 Regime = Literal["decode", "prefill"]
 ModelRegime = Literal["decode", "prefill", "both"]
+ChatFormat = Literal["llama3", "chatml", "inst", "vicuna"]
 
 def devices() -> list[dict[str, Any]]:
 {docstring(kvscope.devices, 4)}
@@ -91,10 +92,14 @@ def merge(out: str, inputs: Sequence[str], *, json: str = "", csv: str = "", plo
 class Model:
 {docstring(kvscope.Model, 4)}
     def __init__(self, path: str, *, random_weights: bool = False, seed: int = 0, tokenizer: str | None = None,
-                 device: Device | None = None) -> None: ...
+                 device: Device | None = None, chat: bool | ChatFormat | None = None) -> None: ...
     @property
     def config(self) -> dict[str, Any]: ...
-    def generate(self, prompt: str, steps: int = 256, *, method: MethodOrDense | None = None, budget: int = 0,
+    def tokenize(self, text: str | bytes, chat: bool | ChatFormat | None = None, add_special: bool = True) -> list[int]:
+{docstring(kvscope.Model.tokenize, 8)}
+    def detokenize(self, ids: Sequence[int] | npt.ArrayLike) -> str:
+{docstring(kvscope.Model.detokenize, 8)}
+    def generate(self, prompt: str | bytes, steps: int = 256, *, method: MethodOrDense | None = None, budget: int = 0,
                  prefill_method: MethodOrDense | None = None, prefill_budget: int = 0,
                  dense_layers: Sequence[int] | None = None, temperature: float = 0.0, top_p: float = 0.9,
                  seed: int = 0, chunk: int = 128, {options}) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import os
 import struct
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 import numpy as np
@@ -39,9 +40,9 @@ def read_safetensors(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        assert info["dtype"] == "I32"
+        dtype = {"I32": "<i4", "F32": "<f4"}[info["dtype"]]
         begin, end = info["data_offsets"]
-        tensors[name] = np.frombuffer(data[begin:end], dtype="<i4").reshape(info["shape"])
+        tensors[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(info["shape"])
     return tensors
 
 
@@ -193,12 +194,16 @@ def test_model_generate_is_the_cli_generate(plan, flags):
     prompt = "Once upon a time, Lily found a red ball in the park. She"
     got = model.generate(prompt, 48, **plan)
     with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "g.json")
-        text = cli("generate", "--model", STORIES, "--prompt", prompt, "--steps", "48", "--json", out, *flags)
+        out, logits = os.path.join(folder, "g.json"), os.path.join(folder, "l.safetensors")
+        text = cli("generate", "--model", STORIES, "--prompt", prompt, "--steps", "48", "--json", out,
+                   "--logits", logits, *flags)
         with open(out) as f:
             want = json.load(f)
+        prompt_ids = read_safetensors(logits)["tokens"].tolist()
     assert got["ids"] == want["generated_ids"] and got["text"] == want["generated_text"]
     assert text == got["text"] + "\n"
+    assert model.tokenize(prompt) == got["prompt_ids"] == prompt_ids
+    assert model.detokenize(prompt_ids + got["ids"]) == model.detokenize(prompt_ids) + got["text"]
     assert got["selection"] == want["selection"]
     assert got["time_to_first_token_ms"] > 0 and set(got["gpu_ms_by_part"]) == set(want["gpu_ms_by_part"])
 
@@ -314,3 +319,198 @@ def test_model_bad_input_raises_value_error():
     assert random.config["layers"] == 16
     with pytest.raises(ValueError, match="tokenizer"):
         random.needle(lengths=[256])
+
+
+# Text and token ids over the three tokenizer families the tests ship
+# (tests/data/tokenizers.tar.xz: Mistral-7B's SentencePiece-style BPE with
+# byte fallback, Llama 3.1's and Qwen3's byte-level BPE), each behind a tiny
+# model with random weights of its vocabulary: every id decodes, and
+# generation draws ids that stop inside characters.
+FAMILIES = {
+    "llama2": {"architectures": ["LlamaForCausalLM"], "vocab_size": 32000, "bos_token_id": 1, "eos_token_id": 2},
+    "llama3_1": {"architectures": ["LlamaForCausalLM"], "vocab_size": 128256, "bos_token_id": 128000,
+                 "eos_token_id": [128001, 128008, 128009]},
+    "qwen3": {"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936, "bos_token_id": 151643,
+              "eos_token_id": 151645, "head_dim": 32},
+}
+CORPUS = os.path.join(ROOT, "tests", "data", "tokenizer_corpus.json")
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """Each family's folder (tokenizer.json, tokenizer_config.json) and a tiny config.json of its vocabulary."""
+    folder = tmp_path_factory.mktemp("tokenizers")
+    with tarfile.open(os.path.join(ROOT, "tests", "data", "tokenizers.tar.xz")) as tar:
+        tar.extractall(folder)
+    out = {}
+    for name, special in FAMILIES.items():
+        config = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 2,
+                  "num_key_value_heads": 1, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6,
+                  "rope_theta": 10000.0, "tie_word_embeddings": True, **special}
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(config))
+        out[name] = (str(path), str(folder / name / "tokenizer.json"))
+    return out
+
+
+def family_model(families, name, **kwargs):
+    config, tokenizer = families[name]
+    return kvscope.Model(config, random_weights=True, tokenizer=tokenizer, **kwargs)
+
+
+def gpt2_byte_symbols():
+    """GPT-2's bytes_to_unicode: the character that stands for each byte in a byte-level vocabulary."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    extra = iter(range(256, 512))
+    return {b: chr(b if b in printable else next(extra)) for b in range(256)}
+
+
+class TokenBytes:
+    """A family's tokens as the bytes Hugging Face's decoders give them, from tokenizer.json alone: the
+    reference Model.detokenize is held to (its text is these bytes as Python's errors="replace" decodes them)."""
+
+    def __init__(self, tokenizer_json, name):
+        with open(tokenizer_json, encoding="utf-8") as f:
+            j = json.load(f)
+        self.byte_level = name != "llama2"
+        self.piece = {i: p for p, i in j["model"]["vocab"].items()}
+        self.piece.update({t["id"]: t["content"] for t in j["added_tokens"]})
+        self.added = {t["id"] for t in j["added_tokens"]}
+        if self.byte_level:
+            self.byte_of = {c: b for b, c in gpt2_byte_symbols().items()}
+            self.id_of_byte = {b: j["model"]["vocab"][c] for b, c in gpt2_byte_symbols().items()}
+        else:
+            self.id_of_byte = {b: j["model"]["vocab"][f"<0x{b:02X}>"] for b in range(256)}
+
+    def of(self, ids):
+        out = b""
+        for k, i in enumerate(ids):
+            piece = self.piece[i]
+            if i in self.added:
+                out += piece.encode()
+            elif self.byte_level:
+                out += bytes(self.byte_of[c] for c in piece)
+            elif piece.startswith("<0x") and len(piece) == 6:
+                out += bytes([int(piece[3:5], 16)])
+            else:  # Replace "▁" with " ", and Strip one space from the start of the text
+                text = piece.replace("\u2581", " ")
+                out += (text[1:] if k == 0 and text.startswith(" ") else text).encode()
+        return out
+
+
+# Bytes that are not all UTF-8, each with its cause; Python's decode is the reference for each.
+CRAFTED = [
+    b"caf\xc3", b"\xe2\x82", b"\xf0\x9f\x8e", b"\xc3\xa9\xe2",  # a 2-, 3- and 4-byte character cut at the end
+    b"a\x80b", b"\xbf\xbf",                                       # lone continuation bytes
+    b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xf0\x80\x80\xaf",  # overlong forms
+    b"\xed\xa0\x80", b"\xed\xbf\xbf",                            # surrogates in UTF-8
+    b"\xf4\x90\x80\x80", b"\xf5\x80", b"\xf8\x88\x80\x80\x80", b"\xfe\xff", b"\xff",  # past U+10FFFF, F5-FF
+    b"\xe2(\xa1", b"\xe2\x82(", b"\xf0(\x8c(",                    # cut by ASCII
+    "€ \uffff \U0010ffff 🎉".encode(),                            # valid: kept
+]
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_detokenize_replaces_bytes_as_python_does(families, name):
+    model = family_model(families, name)
+    tokens = TokenBytes(families[name][1], name)
+    x = model.tokenize("x", add_special=False)
+    assert tokens.of(x) == b"x"
+    rng = np.random.default_rng()
+    # Random bytes, mostly from those that lead, continue or never occur in UTF-8.
+    pool = np.array([0x61, 0x28, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xed,
+                     0xef, 0xf0, 0xf3, 0xf4, 0xf5, 0xff], dtype=np.uint8)
+    drawn = [bytes(rng.choice(pool, rng.integers(1, 10))) for _ in range(300)]
+    drawn += [bytes(rng.integers(0, 256, rng.integers(1, 10), dtype=np.uint8)) for _ in range(100)]
+    for data in CRAFTED + drawn:
+        ids = x + [tokens.id_of_byte[b] for b in data]  # after "x": no decoder strips the bytes' first space
+        assert model.detokenize(ids) == "x" + data.decode("utf-8", errors="replace"), data
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_ids_that_split_a_character(families, name):
+    model = family_model(families, name)
+    tokens = TokenBytes(families[name][1], name)
+    with open(CORPUS, encoding="utf-8") as f:
+        texts = json.load(f)
+    cut_inside = 0
+    for text in texts + ["Grüße 日本 𝔘𝔫 🧗\u200d♀ ok"]:
+        ids = model.tokenize(text, add_special=False)
+        assert model.detokenize(ids) == tokens.of(ids).decode("utf-8", errors="replace")
+        for n in range(len(ids)):
+            data = tokens.of(ids[:n])
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                cut_inside += 1
+            assert model.detokenize(ids[:n]) == data.decode("utf-8", errors="replace"), (text, n)
+    assert cut_inside > 10
+
+
+# A random model with tied embeddings answers its prompt's last token again and
+# again: a prompt that ends in part of a character gives text that does too.
+@pytest.mark.parametrize("name,chat,prompt", [
+    ("llama2", None, "Grüße aus 日本 𝔘"),  # 𝔘 as 4 byte-fallback tokens: the answer repeats the last, a 0x98
+    ("qwen3", None, "Grüße aus 日本 𝔘"),   # 𝔘's last token is its last 2 bytes, as in the issue's draw
+    ("llama3_1", None, "Grüße aus 日本 東".encode()[:-1]),  # a prompt that stops inside 東: so does the answer
+    ("llama2", "inst", "Grüße aus 日本 𝔘"),  # a chat format's text and special tokens
+])
+def test_text_and_ids_are_the_cli_generate(families, name, chat, prompt):
+    """tokenize is the CLI's --logits tokens and generate's prompt_ids; generate's ids and text are the CLI's
+    (stdout and --json), its text the generated tokens' bytes as Python's errors="replace" decodes them, also
+    where they stop inside a character; detokenize gives the same text."""
+    config, tokenizer = families[name]
+    model = family_model(families, name, chat=chat)
+    tokens = TokenBytes(tokenizer, name)
+    got = model.generate(prompt, 2)
+    with tempfile.TemporaryDirectory() as folder:
+        out, logits = os.path.join(folder, "g.json"), os.path.join(folder, "l.safetensors")
+        printed = subprocess.run([KVSCOPE, "generate", "--model", config, "--random-weights", "--tokenizer", tokenizer,
+                                  "--prompt", prompt, "--steps", "2", "--json", out, "--logits", logits,
+                                  *(["--chat-format", chat] if chat else [])], capture_output=True)
+        assert printed.returncode == 0, printed.stderr
+        with open(out, encoding="utf-8") as f:
+            want = json.load(f)
+        prompt_ids = read_safetensors(logits)["tokens"].tolist()
+    assert model.tokenize(prompt) == got["prompt_ids"] == prompt_ids
+    assert got["ids"] == want["generated_ids"] and got["text"] == want["generated_text"]
+    assert printed.stdout.decode("utf-8") == got["text"] + "\n"  # stdout is UTF-8, as the text
+    before = tokens.of(prompt_ids)
+    generated = tokens.of(prompt_ids + got["ids"])[len(before):]
+    assert got["text"] == generated.decode("utf-8", errors="replace")
+    if not chat:  # the answer is bytes that Python's strict decode refuses
+        with pytest.raises(UnicodeDecodeError):
+            generated.decode("utf-8")
+    if isinstance(prompt, str):  # a whole text before them: its text, then theirs
+        assert model.detokenize(prompt_ids + got["ids"]) == model.detokenize(prompt_ids) + got["text"]
+
+
+def test_tokenize_chat_and_special_tokens(families):
+    plain, chat = family_model(families, "qwen3"), family_model(families, "qwen3", chat=True)
+    wrapped = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert chat.tokenize("hi") == plain.tokenize("hi", chat=True) == plain.tokenize("hi", chat="chatml")
+    assert chat.tokenize("hi") == plain.tokenize(wrapped)
+    assert chat.tokenize("hi", chat=False) == plain.tokenize("hi")
+    assert plain.detokenize(plain.tokenize(wrapped, add_special=False)) == wrapped  # special tokens as their text
+    llama = family_model(families, "llama3_1")
+    assert llama.tokenize("hi") == [128000] + llama.tokenize("hi", add_special=False)
+    assert llama.detokenize(llama.tokenize("hi")) == "<|begin_of_text|>hi"
+    assert llama.tokenize("") == [128000] and llama.detokenize([]) == ""
+    # Bytes are UTF-8 that may be cut: the CLI's --prompt takes them as they are.
+    assert llama.detokenize(llama.tokenize(b"caf\xc3", add_special=False)) == "caf\ufffd"
+    with pytest.raises(ValueError, match="chat format"):
+        plain.tokenize("hi", chat="alpaca")
+    with pytest.raises(ValueError, match="chat"):
+        plain.tokenize("hi", chat=1)
+
+
+def test_detokenize_bad_ids_raise_value_error(families):
+    model = family_model(families, "qwen3")
+    assert model.detokenize(np.array([9707, 11, 1879], dtype=np.int64)) == model.detokenize([9707, 11, 1879])
+    assert model.detokenize([151935]) == ""  # a padding row of the model: no text, as tokenizers decodes it
+    for bad in ([-1], [151936], [2 ** 40], [1.0], ["1"], [True], [None], "12", 12, None, [[1, 2]],
+                np.array([[1, 2], [3, 4]])):
+        with pytest.raises(ValueError, match="ids"):
+            model.detokenize(bad)
+    with pytest.raises(ValueError, match="outside the model's vocabulary"):
+        model.detokenize([5, 151936])
