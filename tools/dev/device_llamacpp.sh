@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# kvscope beside llama.cpp's Vulkan backend on the GPU machine, in one call,
+# on the same GGUF file of random F16 weights (tools/peers/llamacpp/,
+# docs/perf.md "llama.cpp's Vulkan backend on the same file"):
+#   write     tools/peers/llamacpp/write_gguf.py writes SHAPE's file to /tmp
+#             (skipped where it is there: /tmp outlives a call while the
+#             machine stays warm)
+#   kvscope   `kvscope speed --model FILE.gguf --regime both --methods dense
+#             --chunk 2048` at each of LENGTHS (time to the first token, and
+#             decode ms/token at that depth), then `kvscope bench`'s dense
+#             prefill chunk (2,048 queries, the shape's heads) at LENGTHS
+#   llamacpp  the peer on the same file: time to the first token at kvscope's
+#             prompt lengths (2,048-token batches, flash attention, F16 KV
+#             cache, every layer on the GPU) and decode ms/token there; then
+#             one layer's MUL_MAT and FLASH_ATTN_EXT at 2,048 tokens (by
+#             ggml's GPU timestamps), the attention chunk ending each of LENGTHS
+#   table     tools/peers/llamacpp/compare.py: the side-by-side table
+# SHAPE (default assets/shapes/llama-3.1-8b.json), LENGTHS (32768; 32768,131000
+# adds 128k), PARTS (write,kvscope,llamacpp,table), ROUNDS (2) and DEVICE (the
+# peer's --device, NVIDIA) choose.
+# Carries .devbin (kvscope), .gl, .icu (tools/dev/README.md) and .llamacpp
+# (tools/peers/llamacpp/pack.sh: the peer and llama.cpp's libraries, 6.2 MB).
+# Into $OUT: kvscope_LENGTH.json, bench.json, llamacpp_model.json,
+# llamacpp_kernels.json, table.md.
+set -u
+. tools/dev/device_env.sh
+O=${OUT:-/tmp}
+SHAPE=${SHAPE:-assets/shapes/llama-3.1-8b.json}
+LENGTHS=${LENGTHS:-32768}
+PARTS=${PARTS:-write,kvscope,llamacpp,table}
+ROUNDS=${ROUNDS:-2}
+GGUF=/tmp/$(basename "$SHAPE" .json).gguf
+DEVICE=${DEVICE:-NVIDIA}
+has() { [[ ",$PARTS," == *",$1,"* ]]; }
+field() { python3 -c "import json, sys; c = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+mkdir -p /tmp/llamacpp
+tar -xJf .llamacpp/llamacpp-vulkan.tar.xz -C /tmp/llamacpp 2>/dev/null ||  # python where xz is missing
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" .llamacpp/llamacpp-vulkan.tar.xz /tmp/llamacpp
+P=/tmp/llamacpp/bin/llamacpp_peer
+
+if has write && [ ! -f "$GGUF" ]; then
+  start=$(date +%s)
+  python3 tools/peers/llamacpp/write_gguf.py "$SHAPE" "$GGUF" || exit 1
+  echo "=== wrote $GGUF ($(du -h "$GGUF" | cut -f1)) in $(( $(date +%s) - start )) s"
+fi
+[ -f "$GGUF" ] || { echo "no $GGUF: PARTS needs write"; exit 1; }
+
+if has kvscope; then
+  for length in ${LENGTHS//,/ }; do
+    echo "=== kvscope speed, $length tokens [${SECONDS} s]"
+    $B/kvscope speed --model "$GGUF" --length "$length" --regime both --methods dense --chunk 2048 --steps 16 \
+      --rounds "$ROUNDS" --json "$O/kvscope_$length.json" 2>&1 | grep -aE "^(speed|dense|method|kvscope)"
+  done
+  echo "=== kvscope bench, dense prefill chunks [${SECONDS} s]"
+  $B/kvscope bench --lengths "$LENGTHS" --heads "$(field "$SHAPE" "c['num_attention_heads']")" \
+    --kv-heads "$(field "$SHAPE" "c.get('num_key_value_heads', c['num_attention_heads'])")" \
+    --dim "$(field "$SHAPE" "c.get('head_dim') or c['hidden_size'] // c['num_attention_heads']")" --chunk 2048 \
+    --steps dense-prefill --repeat 20 --json "$O/bench.json" 2>&1 | grep -aE " total|kvscope"
+fi
+
+if has llamacpp; then
+  # kvscope's prompt lengths (its passkey prompt fitted to each length), else LENGTHS.
+  contexts=""
+  for length in ${LENGTHS//,/ }; do
+    tokens=$length
+    [ -f "$O/kvscope_$length.json" ] && tokens=$(field "$O/kvscope_$length.json" "c['prefill']['prompt_tokens']")
+    contexts=${contexts:+$contexts,}$tokens
+  done
+  echo "=== llama.cpp Vulkan: first token and decode at $contexts tokens [${SECONDS} s]"
+  $P --model "$GGUF" --device "$DEVICE" --parts model --contexts "$contexts" --batch 2048 --decode-steps 16 \
+    --rounds "$ROUNDS" >"$O/llamacpp_model.json"
+  echo "=== llama.cpp Vulkan: one layer's MUL_MAT and FLASH_ATTN_EXT, 2,048 tokens [${SECONDS} s]"
+  $P --model "$GGUF" --device "$DEVICE" --parts kernels --kernel-tokens 2048 --kernel-contexts "$LENGTHS" --repeat 20 \
+    >"$O/llamacpp_kernels.json"
+  grep '"ggml_device"' "$O/llamacpp_kernels.json"
+fi
+
+if has table; then
+  kvscope_jsons=()
+  for length in ${LENGTHS//,/ }; do [ -f "$O/kvscope_$length.json" ] && kvscope_jsons+=("$O/kvscope_$length.json"); done
+  bench=()
+  [ -f "$O/bench.json" ] && bench=(--bench "$O/bench.json")
+  python3 tools/peers/llamacpp/compare.py --peer "$O"/llamacpp_model.json "$O"/llamacpp_kernels.json \
+    --kvscope "${kvscope_jsons[@]}" "${bench[@]}" | tee "$O/table.md"
+fi
+true
