@@ -15,9 +15,19 @@
 #             one layer's MUL_MAT and FLASH_ATTN_EXT at 2,048 tokens (by
 #             ggml's GPU timestamps), the attention chunk ending each of LENGTHS
 #   table     tools/peers/llamacpp/compare.py: the side-by-side table
+#   tests     the model's kernel tests on the GPU, without the validation
+#             layer (so the tensor-core kernels run their KHR forms): carry
+#             kvscope_tests in .devbin
+#   cublas    tools/peers/bench_linear.py: cuBLAS on the shape's linear
+#             layers at 1 and 2,048 tokens, and the copy bandwidth
+#   hf        tools/peers/bench_hf.py: transformers on the same config
+#             (eager, SDPA), its first token and decode at LENGTHS
+#   coopmat   NVIDIA's vk_cooperative_matrix_perf, where COOPMAT_PERF names
+#             its binary (beside its shaders/ folder): the fastest fp16 GEMMs
+#             its KHR and cooperative-matrix-2 shaders reach on this GPU
 # SHAPE (default assets/shapes/llama-3.1-8b.json), LENGTHS (32768; 32768,131000
-# adds 128k), PARTS (write,kvscope,llamacpp,table), ROUNDS (2) and DEVICE (the
-# peer's --device, NVIDIA) choose.
+# adds 128k), PARTS (write,kvscope,llamacpp,table; the others on request),
+# ROUNDS (2) and DEVICE (the peer's --device, NVIDIA) choose.
 # Carries .devbin (kvscope), .gl, .icu (tools/dev/README.md) and .llamacpp
 # (tools/peers/llamacpp/pack.sh: the peer and llama.cpp's libraries, 6.2 MB).
 # Into $OUT: kvscope_LENGTH.json, bench.json, llamacpp_model.json,
@@ -38,6 +48,23 @@ mkdir -p /tmp/llamacpp
 tar -xJf .llamacpp/llamacpp-vulkan.tar.xz -C /tmp/llamacpp 2>/dev/null ||  # python where xz is missing
   python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])" .llamacpp/llamacpp-vulkan.tar.xz /tmp/llamacpp
 P=/tmp/llamacpp/bin/llamacpp_peer
+
+if has tests; then
+  tokenizers=$(strings "$B/kvscope_tests" | grep -m1 '/build/tests/tokenizers$' || true)
+  [ -n "$tokenizers" ] && mkdir -p "$tokenizers" && tar xf tests/data/tokenizers.tar.xz -C "$tokenizers"
+  echo "=== the model's kernel tests on the GPU (KHR cooperative matrices) [${SECONDS} s]"
+  KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 \
+    --gtest_filter='*ModelOps*:*TinyModel*:*SelectionInTheLoop*:*ModelRun*:*KernelChoice*' 2>&1 | tail -4
+fi
+if has coopmat && [ -n "${COOPMAT_PERF:-}" ]; then
+  echo "=== vk_cooperative_matrix_perf [${SECONDS} s]"
+  (cd "$(dirname "$COOPMAT_PERF")" && timeout 240 "./$(basename "$COOPMAT_PERF")" 2>&1) | tee "$O/coopmat_perf.txt" |
+    grep -aE "TFLOPS|cooperative|shader" | head -60
+fi
+if has cublas; then
+  echo "=== cuBLAS on the shape's linear layers, and the copy bandwidth [${SECONDS} s]"
+  python3 tools/peers/bench_linear.py --config "$SHAPE" --tokens 1,2048 | tee "$O/cublas.jsonl"
+fi
 
 if has write && [ ! -f "$GGUF" ]; then
   start=$(date +%s)
@@ -74,6 +101,12 @@ if has llamacpp; then
   $P --model "$GGUF" --device "$DEVICE" --parts kernels --kernel-tokens 2048 --kernel-contexts "$LENGTHS" --repeat 20 \
     >"$O/llamacpp_kernels.json"
   grep '"ggml_device"' "$O/llamacpp_kernels.json"
+fi
+
+if has hf; then
+  echo "=== transformers on the same config [${SECONDS} s]"
+  python3 tools/peers/bench_hf.py --config "$SHAPE" --lengths "$LENGTHS" --new-tokens 16 --repeats 1 --modes eager |
+    tee "$O/hf.jsonl"
 fi
 
 if has table; then
