@@ -404,7 +404,6 @@ KV_PUSH_STRUCT(ModelMatmulPush, MODEL_MATMUL_FIELDS)
   uint gated; \
   uint norm; \
   float eps; \
-  uint rope;   /* q, k, v (rows0..2, whole heads of head_dim): RoPE and the cache written too */ \
   uint head_dim; \
   uint position; \
   uint capacity; \

@@ -32,6 +32,10 @@ layout(constant_id = 1) const bool NORM_AFTER_STREAM = true;
 // that the stream's strides are too: as a push constant it cost lavapipe's
 // linear layers 10-15% (docs/perf.md).
 layout(constant_id = 2) const uint SLICES = 1u;
+// Whether this dispatch takes RoPE: q, k and v (rows0..2, whole heads of
+// head_dim) rotated and written to the queries and the cache too. A constant,
+// so that the other products carry none of its barriers.
+layout(constant_id = 3) const bool ROPE = false;
 const uint LANES = 32, ROWS = 8, INVOCATIONS = 256;
 layout(local_size_x = 256) in;  // LANES * ROWS
 
@@ -314,5 +318,5 @@ void main() {
     store(r_a, totals.x);
     store(r_b, totals.y);
   }
-  if (pc.rope != 0u) rope_finished_heads(gl_WorkGroupID.x * 2u * row_slots, 2u * row_slots);
+  if (ROPE) rope_finished_heads(gl_WorkGroupID.x * 2u * row_slots, 2u * row_slots);
 }

@@ -64,5 +64,11 @@ TEST(KernelChoice, MatvecNormPerDeviceClass) {
   EXPECT_TRUE(model::ModelKernels::matvec_norm_after_stream(device_class(h100_like())));
 }
 
+// A decode step's RoPE rides in the q/k/v dispatch on a GPU, in its own on a CPU.
+TEST(KernelChoice, RopeInQkvDispatchPerDeviceClass) {
+  EXPECT_FALSE(model::ModelKernels::rope_in_qkv_dispatch(device_class(lavapipe_like())));
+  EXPECT_TRUE(model::ModelKernels::rope_in_qkv_dispatch(device_class(h100_like())));
+}
+
 }  // namespace
 }  // namespace kv

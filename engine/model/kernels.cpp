@@ -184,13 +184,13 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   1, stage);
 }
 
-const vk::Kernel& ModelKernels::matvec(uint32_t slices) const {
-  const size_t index = std::countr_zero(slices);
-  if (!matvec_by_slices_[index])
-    matvec_by_slices_[index].emplace(
-        device_, "model_matvec", model_matvec_spirv, vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
-        std::vector<uint32_t>{element_type(storage_), matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u, slices});
-  return *matvec_by_slices_[index];
+const vk::Kernel& ModelKernels::matvec(uint32_t slices, bool rope) const {
+  std::optional<vk::Kernel>& kernel = matvec_variants_[std::countr_zero(slices) * 2 + (rope ? 1 : 0)];
+  if (!kernel)
+    kernel.emplace(device_, "model_matvec", model_matvec_spirv, vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
+                   std::vector<uint32_t>{element_type(storage_), matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u,
+                                         slices, rope ? 1u : 0u});
+  return *kernel;
 }
 
 uint32_t ModelKernels::matvec_slices(DeviceClass device, uint32_t n_in) {
@@ -247,7 +247,6 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
         rows[1] != rope->push.n_kv_heads * d || rows[2] != rows[1] || all_rows / d > kMaxRopeHeads ||
         rope->push.n_tokens != 1 || b.q != outputs[0] || b.k != outputs[1] || b.v != outputs[2])
       throw std::logic_error("token_linear's rope takes one token's q, k and v of whole heads, into the projections' outputs");
-    push.rope = 1;
     push.head_dim = d;
     push.position = rope->push.first_position;
     push.capacity = rope->push.capacity;
@@ -257,7 +256,7 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
     std::copy(std::begin(given), std::end(given), rope_buffers);
   }
   const uint32_t row_slots = kMatvecRows / slices;  // a workgroup's rows (pairs of rows ungated)
-  pass.dispatch(matvec(slices),
+  pass.dispatch(matvec(slices, rope != nullptr),
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
                  norm ? norm : &no_bias_, rope_buffers[0], rope_buffers[1], rope_buffers[2], rope_buffers[3], rope_buffers[4],
                  rope_buffers[5]},

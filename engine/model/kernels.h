@@ -81,6 +81,11 @@ class ModelKernels {
   // Whether model_matvec takes RMSNorm's scale after the weights' stream
   // (GPUs) or before it (CPUs), on a device of that class.
   static bool matvec_norm_after_stream(DeviceClass device) { return device == DeviceClass::gpu; }
+  // Whether a decode step's RoPE rides in its q/k/v dispatch (GPUs: a
+  // dispatch and its drain saved a layer) or takes model_rope's (CPUs, where
+  // a dispatch costs little and the fused form's barriers cost the product).
+  static bool rope_in_qkv_dispatch(DeviceClass device) { return device == DeviceClass::gpu; }
+  bool rope_in_qkv_dispatch() const { return rope_in_qkv_dispatch(device_class(device_.info())); }
   void rope(vk::Pass& pass, const RopeBuffers& buffers, const layouts::ModelRopePush& push) const;
   // h[i] = silu(gate[i]) * up[i] for an even count: fp32 (h may be gate), or fp16
   // with half_output.
@@ -107,9 +112,9 @@ class ModelKernels {
   DType storage_;
   MatrixKernels linear_kernels_;
   vk::Kernel embed_, rmsnorm_, matmul_;
-  // model_matvec by its slices (1, 2, 4, 8), built when first used.
-  mutable std::array<std::optional<vk::Kernel>, 4> matvec_by_slices_;
-  const vk::Kernel& matvec(uint32_t slices) const;
+  // model_matvec by its slices (1, 2, 4, 8) and whether it takes RoPE, each built when first used.
+  mutable std::array<std::optional<vk::Kernel>, 8> matvec_variants_;
+  const vk::Kernel& matvec(uint32_t slices, bool rope) const;
   // model_matmul_cm2 by tile and input type, built as first asked for.
   mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_cm2_;
   std::optional<vk::Kernel> matmul_matrix_, matmul_matrix_half_, matmul_splits_;  // fp32 inputs, fp16 inputs

@@ -276,9 +276,9 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
                     bool half_input = false) {
     kernels_.linear(pass, w, in, out, bias, {rows, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, stage, half_input);
   };
-  // A decode step takes RoPE in its q/k/v dispatch, unless q and k have their
-  // own norms first (Qwen3).
-  const bool rope_in_qkv = n == 1 && !c.qk_norm;
+  // A decode step takes RoPE in its q/k/v dispatch on a GPU, unless q and k
+  // have their own norms first (Qwen3).
+  const bool rope_in_qkv = n == 1 && !c.qk_norm && kernels_.rope_in_qkv_dispatch();
   for (uint32_t l = 0; l < c.layers; ++l) {
     DeviceLayer& w = layers_[l];
     const bool bias = w.has_bias;
