@@ -117,25 +117,39 @@ void expect_matches_reference(const model::Checkpoint& checkpoint, std::vector<i
     all = grow;
   }
   const auto expected = reference::model_logits(checkpoint, all);
+  // The GPU's float32 q, k and v and the float64 pass's round to stored values
+  // a step apart now and then, and a badly conditioned position carries those
+  // steps to the logits (bf16, seeds 1485672727 and 796045252: 1.06 and 1.27
+  // times the bound at a position of llama_gqa_untied_bf16). The pass without
+  // that rounding says how far it moves each position; twice that is allowed
+  // besides the tolerance (as SelectionInTheLoopTest does).
+  std::vector<Block> positions;
+  for (uint32_t p = 0; p < all.size(); ++p) positions.push_back({Mode::decode, p, 1});
+  const auto unrounded = reference::model_logits(checkpoint, all, positions, {}, false);
+  auto bound = [&](uint32_t position) {
+    double largest = 0, rounding = 0;
+    for (size_t i = 0; i < expected[position].size(); ++i) {
+      largest = std::max(largest, std::abs(expected[position][i]));
+      rounding = std::max(rounding, std::abs(expected[position][i] - unrounded[position][i]));
+    }
+    return tolerance * largest + 2 * rounding;
+  };
   model::Model runner(test::device(), checkpoint, uint32_t(all.size()), chunk, inputs);
   auto check = [&](uint32_t position) {
     const std::vector<float> got = runner.logits();
     const std::vector<double>& want = expected[position];
     ASSERT_EQ(got.size(), want.size());
-    double largest = 0;
-    for (double v : want) largest = std::max(largest, std::abs(v));
+    const double allowed = bound(position);
     for (size_t i = 0; i < want.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], tolerance * largest) << "position " << position << ", logit " << i;
+      ASSERT_NEAR(got[i], want[i], allowed) << "position " << position << ", logit " << i;
   };
   runner.prefill(tokens, false, [&](uint32_t done) { check(done - 1); });
   for (uint32_t s = 0; s < steps; ++s) {
     const int32_t next = all[tokens.size() + s];
-    // The same choice, unless the reference's top two are closer than the tolerance.
+    // The same choice, unless the reference's top two are closer than the bound.
     std::vector<double> sorted = expected[tokens.size() + s - 1];
     std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-    double largest = 0;
-    for (double v : sorted) largest = std::max(largest, std::abs(v));
-    if (sorted[0] - sorted[1] > 2 * tolerance * largest) {
+    if (sorted[0] - sorted[1] > 2 * bound(uint32_t(tokens.size() + s - 1))) {
       EXPECT_EQ(runner.greedy(), next) << "greedy choice after position " << tokens.size() + s - 1;
     }
     runner.append(std::span(&next, 1));
