@@ -25,8 +25,8 @@
 layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the weights'
 // RMSNorm's 1 / rms after the weights' stream (GPUs) or before it (CPUs:
 // lavapipe runs a workgroup as coroutines that suspend at each barrier, and
-// the stream's sums kept across norm_scale's barrier cost its linear layers a
-// third more on 2 cores: ModelKernels, docs/perf.md).
+// after the stream its sums would be kept across norm_scale's; the CPU keeps
+// the form it had before the H100's tuning: ModelKernels, docs/perf.md).
 layout(constant_id = 1) const bool NORM_AFTER_STREAM = true;
 // Subgroups a row's input channels are cut into: 1, 2, 4 or 8. A constant, so
 // that the stream's strides are too: as a push constant it cost lavapipe's

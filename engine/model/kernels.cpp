@@ -203,8 +203,9 @@ uint32_t ModelKernels::matvec_slices(DeviceClass device, uint32_t n_in) {
   }();
   if (forced) return forced;
   // On lavapipe a slice is another subgroup's turn over the same row and
-  // another sum to meet in shared memory: llama-debian-5m's linear layers took
-  // X ms a decode step in one slice against Y in two (docs/perf.md).
+  // another sum to meet in shared memory: llama-debian-27m's mlp_down, the one
+  // product the GPU rule cut in two there, took 13.1 ms a decode step against
+  // 6.0 in one (c704108 against this rule, docs/perf.md).
   if (device == DeviceClass::cpu) return 1;
   const uint32_t steps = n_in % 8 ? ceil_div(n_in, 64) : ceil_div(n_in, 256);  // a subgroup's reads of a row
   // Two slices where each keeps two reads of a row at least: the 8B step at
