@@ -11,18 +11,19 @@
 // fp16 on their way to shared memory: exact for every bf16 value in fp16's
 // normal range, which holds trained weights.
 //
-// A workgroup takes 128 tokens by 128 rows, 32 input channels a step: a
-// step's global loads are issued before the products of the step before and
-// wait in registers until those are done. Subgroup s owns tokens 64 (s % 2)
-// .. +63 and rows 64 (s / 2) .. +63: four input fragments, four weight
+// A subgroup owns 64 tokens x 64 rows: four input fragments, four weight
 // fragments and sixteen accumulators, so each fragment loaded from shared
-// memory feeds four products (docs/perf.md: this against eight subgroups of
-// 32 x 64, and against 64 channels a step). Workgroups along x share a weight
-// tile (x walks the tokens), so a weight tile is read from memory about
-// once. Where the tiles are too few to fill the device (a 128-token chunk),
-// k_splits > 1 slices the input channels (workgroup z) and each slice writes
-// its partial sums for model_matmul_splits.comp to add up with the bias and
-// the residual.
+// memory feeds four products. A workgroup is TOKEN_SUBGROUPS x ROW_SUBGROUPS
+// of them (the invocations / 32 subgroups) and walks the input channels STEP
+// at a time: a step's global loads are issued before the products of the
+// step before and wait in registers until those are done, then go to shared
+// memory, one stage (two barriers a step) or two alternating (one)
+// (docs/perf-experiments.md: the shapes measured). Workgroups along x share
+// a weight tile (x walks the tokens), so a weight tile is read from memory
+// about once. Where the tiles are too few to fill the device (a 128-token
+// chunk), k_splits > 1 slices the input channels (workgroup z) and each slice
+// writes its partial sums for model_matmul_splits.comp to add up with the
+// bias and the residual.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -36,7 +37,10 @@ layout(constant_id = 0) const uint ELEMENT_TYPE = ELEMENT_F16;  // the weights':
 // SwiGLU), which halves the bytes a tile reads: at the 128 x 128 tile the
 // kernel is bound by what it reads from L2.
 layout(constant_id = 1) const uint INPUT_TYPE = ELEMENT_F32;
-layout(local_size_x = 128) in;  // 4 subgroups of 32
+layout(local_size_x_id = 2) in;  // subgroups of 32
+layout(constant_id = 3) const uint TOKEN_SUBGROUPS = 2;  // the workgroup's subgroups along the tokens
+layout(constant_id = 4) const uint STEP = 32;            // channels a step: 32 or 64
+layout(constant_id = 5) const uint STAGES = 1;           // shared-memory stages: 1 or 2
 
 #include "common.glsl"
 
@@ -49,7 +53,8 @@ layout(std430, binding = 4) writeonly buffer Partials { float partials[]; };  //
 
 layout(push_constant) uniform ModelMatmulPush { MODEL_MATMUL_FIELDS } pc;
 
-const uint TOKENS = 128u, ROWS = 128u, STEP = 32u, FRAGMENT = 16u, INVOCATIONS = 128u;
+const uint INVOCATIONS = gl_WorkGroupSize.x, SUBGROUPS = INVOCATIONS / 32u, FRAGMENT = 16u;
+const uint TOKENS = 64u * TOKEN_SUBGROUPS, ROWS = 64u * (SUBGROUPS / TOKEN_SUBGROUPS);
 const uint PIECES = STEP / 8u;        // 16-byte pieces of a row's step
 const uint ROW_PIECES = PIECES + 1u;  // padded rows: no bank conflicts between rows
 const uint INPUT_PIECES = TOKENS * PIECES / INVOCATIONS;  // per invocation and step
@@ -58,8 +63,9 @@ const uint WEIGHT_PIECES = ROWS * PIECES / INVOCATIONS;
 #define HALF_FRAGMENT fcoopmatNV<16, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 #define FLOAT_FRAGMENT fcoopmatNV<32, gl_ScopeSubgroup, FRAGMENT, FRAGMENT>
 
-shared uvec4 tiles[(TOKENS + ROWS) * ROW_PIECES];  // the step's inputs, then its weights
-shared float output_tile[4u * FRAGMENT * FRAGMENT];  // one fragment a subgroup, for the epilogue
+const uint STAGE_PIECES = (TOKENS + ROWS) * ROW_PIECES;
+shared uvec4 tiles[STAGES * STAGE_PIECES];  // a stage: the step's inputs, then its weights
+shared float output_tile[SUBGROUPS * FRAGMENT * FRAGMENT];  // one fragment a subgroup, for the epilogue
 
 // Eight weights of a piece as fp16.
 uvec4 as_fp16(uvec4 w) {
@@ -77,8 +83,13 @@ uvec4 as_fp16(uvec4 w) {
 // stored), so only the channels need a check, one an invocation. The input
 // rows start at input_starts[j] (t * n_in, or t * d head-major), the weight
 // rows at weight_starts[j].
-void fetch_step(uint k0, uint k_end, uint input_starts[INPUT_PIECES], uint weight_starts[WEIGHT_PIECES],
-                out uvec4 a[2u * INPUT_PIECES], out uvec4 w[WEIGHT_PIECES]) {
+// An invocation's own (private) rows and step in flight: the functions share
+// them, since arrays sized by specialization constants are not parameters.
+uint input_starts[INPUT_PIECES], weight_starts[WEIGHT_PIECES];
+uvec4 a[2u * INPUT_PIECES];  // fp16 inputs use every other piece
+uvec4 w[WEIGHT_PIECES];
+
+void fetch_step(uint k0, uint k_end) {
   const uint k = k0 + (gl_LocalInvocationIndex % PIECES) * 8u, d = pc.input_head_dim;
   const bool inside = k < k_end;
   // Head-major input: channel k of token t at ((k / d) * n_tokens + t) * d + k % d,
@@ -96,16 +107,16 @@ void fetch_step(uint k0, uint k_end, uint input_starts[INPUT_PIECES], uint weigh
   [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j) w[j] = inside ? weights[(weight_starts[j] + k) / 8u] : uvec4(0);
 }
 
-void stage_step(uvec4 a[2u * INPUT_PIECES], uvec4 w[WEIGHT_PIECES]) {
+void stage_step(uint base) {
   const uint i = gl_LocalInvocationIndex;
   [[unroll]] for (uint j = 0u; j < INPUT_PIECES; ++j) {
     const uint p = i + INVOCATIONS * j;
-    tiles[(p / PIECES) * ROW_PIECES + p % PIECES] =
+    tiles[base + (p / PIECES) * ROW_PIECES + p % PIECES] =
         INPUT_TYPE == ELEMENT_F16 ? a[2u * j] : pack8(uintBitsToFloat(a[2u * j]), uintBitsToFloat(a[2u * j + 1u]));
   }
   [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j) {
     const uint p = i + INVOCATIONS * j;
-    tiles[(TOKENS + p / PIECES) * ROW_PIECES + p % PIECES] = as_fp16(w[j]);
+    tiles[base + (TOKENS + p / PIECES) * ROW_PIECES + p % PIECES] = as_fp16(w[j]);
   }
 }
 
@@ -141,33 +152,39 @@ void main() {
   const uint subgroup = gl_SubgroupID;
   const uint token0 = gl_WorkGroupID.x * TOKENS, row0 = gl_WorkGroupID.y * ROWS;
   const uint k_begin = gl_WorkGroupID.z * pc.split_channels, k_end = min(pc.n_in, k_begin + pc.split_channels);
-  const uint token_base = (subgroup % 2u) * 64u, row_base = TOKENS + (subgroup / 2u) * 64u;
+  const uint token_base = (subgroup % TOKEN_SUBGROUPS) * 64u, row_base = TOKENS + (subgroup / TOKEN_SUBGROUPS) * 64u;
   FLOAT_FRAGMENT acc00 = FLOAT_FRAGMENT(0.0), acc01 = FLOAT_FRAGMENT(0.0), acc02 = FLOAT_FRAGMENT(0.0), acc03 = FLOAT_FRAGMENT(0.0), acc10 = FLOAT_FRAGMENT(0.0), acc11 = FLOAT_FRAGMENT(0.0), acc12 = FLOAT_FRAGMENT(0.0), acc13 = FLOAT_FRAGMENT(0.0), acc20 = FLOAT_FRAGMENT(0.0), acc21 = FLOAT_FRAGMENT(0.0), acc22 = FLOAT_FRAGMENT(0.0), acc23 = FLOAT_FRAGMENT(0.0), acc30 = FLOAT_FRAGMENT(0.0), acc31 = FLOAT_FRAGMENT(0.0), acc32 = FLOAT_FRAGMENT(0.0), acc33 = FLOAT_FRAGMENT(0.0);
-  uint input_starts[INPUT_PIECES], weight_starts[WEIGHT_PIECES];
   const uint i = gl_LocalInvocationIndex, row_stride = pc.input_head_dim == 0u ? pc.n_in : pc.input_head_dim;
   [[unroll]] for (uint j = 0u; j < INPUT_PIECES; ++j)
     input_starts[j] = min(token0 + i / PIECES + (INVOCATIONS / PIECES) * j, pc.n_tokens - 1u) * row_stride;
   [[unroll]] for (uint j = 0u; j < WEIGHT_PIECES; ++j)
     weight_starts[j] = min(row0 + i / PIECES + (INVOCATIONS / PIECES) * j, pc.n_out - 1u) * pc.n_in;
-  uvec4 a[2u * INPUT_PIECES];  // fp16 inputs use every other piece
-  uvec4 w[WEIGHT_PIECES];
-  fetch_step(k_begin, k_end, input_starts, weight_starts, a, w);
-  for (uint k0 = k_begin; k0 < k_end; k0 += STEP) {
-    barrier();  // every subgroup is done with the last step's tiles
-    stage_step(a, w);
+  fetch_step(k_begin, k_end);
+  uint base = 0u;  // the stage the products read
+  if (STAGES == 2u) {
+    stage_step(0u);
     barrier();
-    if (k0 + STEP < k_end) fetch_step(k0 + STEP, k_end, input_starts, weight_starts, a, w);
+  }
+  for (uint k0 = k_begin; k0 < k_end; k0 += STEP) {
+    if (STAGES == 1u) {
+      barrier();  // every subgroup is done with the last step's tiles
+      stage_step(0u);
+      barrier();
+    }
+    const bool more = k0 + STEP < k_end;
+    if (more) fetch_step(k0 + STEP, k_end);
     [[unroll]] for (uint kb = 0u; kb < STEP / FRAGMENT; ++kb) {
       HALF_FRAGMENT in0, in1, in2, in3, w0, w1, w2, w3;
-      coopMatLoadNV(in0, tiles, (token_base + 0u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
-      coopMatLoadNV(in1, tiles, (token_base + 16u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
-      coopMatLoadNV(in2, tiles, (token_base + 32u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
-      coopMatLoadNV(in3, tiles, (token_base + 48u) * ROW_PIECES + kb * 2u, ROW_PIECES, false);
+      const uint inputs_at = base + token_base * ROW_PIECES + kb * 2u, weights_at = base + row_base * ROW_PIECES + kb * 2u;
+      coopMatLoadNV(in0, tiles, inputs_at, ROW_PIECES, false);
+      coopMatLoadNV(in1, tiles, inputs_at + 16u * ROW_PIECES, ROW_PIECES, false);
+      coopMatLoadNV(in2, tiles, inputs_at + 32u * ROW_PIECES, ROW_PIECES, false);
+      coopMatLoadNV(in3, tiles, inputs_at + 48u * ROW_PIECES, ROW_PIECES, false);
       // W^T: column n of the B operand is weight row n.
-      coopMatLoadNV(w0, tiles, (row_base + 0u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
-      coopMatLoadNV(w1, tiles, (row_base + 16u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
-      coopMatLoadNV(w2, tiles, (row_base + 32u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
-      coopMatLoadNV(w3, tiles, (row_base + 48u) * ROW_PIECES + kb * 2u, ROW_PIECES, true);
+      coopMatLoadNV(w0, tiles, weights_at, ROW_PIECES, true);
+      coopMatLoadNV(w1, tiles, weights_at + 16u * ROW_PIECES, ROW_PIECES, true);
+      coopMatLoadNV(w2, tiles, weights_at + 32u * ROW_PIECES, ROW_PIECES, true);
+      coopMatLoadNV(w3, tiles, weights_at + 48u * ROW_PIECES, ROW_PIECES, true);
       acc00 = coopMatMulAddNV(in0, w0, acc00);
       acc01 = coopMatMulAddNV(in0, w1, acc01);
       acc02 = coopMatMulAddNV(in0, w2, acc02);
@@ -184,6 +201,12 @@ void main() {
       acc31 = coopMatMulAddNV(in3, w1, acc31);
       acc32 = coopMatMulAddNV(in3, w2, acc32);
       acc33 = coopMatMulAddNV(in3, w3, acc33);
+    }
+    if (STAGES == 2u) {
+      // The other stage was last read before the previous barrier.
+      if (more) stage_step(STAGE_PIECES - base);
+      barrier();
+      base = STAGE_PIECES - base;
     }
   }
   const uint t0 = token0 + token_base, r0 = row0 + row_base - TOKENS;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/element_type.h"
@@ -88,14 +89,44 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
                            vk::KernelLayout{3, sizeof(layouts::ModelMatmulPush)}, std::vector<uint32_t>{});
     partials_ = vk::Buffer(device, kPartialFloats * sizeof(float));
   }
-  if (linear_kernels_ == MatrixKernels::cooperative_matrix || linear_kernels_ == MatrixKernels::cooperative_matrix_khr) {
-    const auto spirv = vk::cooperative_matrix_spirv(device, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv);
-    const vk::KernelLayout layout{5, sizeof(layouts::ModelMatmulPush)};
-    matmul_matrix_.emplace(device, "model_matmul_matrix", spirv, layout,
-                           std::vector<uint32_t>{element_type(storage), element_type(DType::f32)});
-    matmul_matrix_half_.emplace(device, "model_matmul_matrix", spirv, layout,
-                                std::vector<uint32_t>{element_type(storage), element_type(DType::f16)});
+}
+
+// 2 x 2 subgroups, 32 channels a step, one stage: the fastest of the shapes
+// the H100 ran (docs/perf-experiments.md, "The prefill linear layers").
+ModelKernels::MatrixTile ModelKernels::matrix_tile(uint32_t) const {
+  // KVSCOPE_MATRIX_TILE=token_subgroups,row_subgroups,step,stages: a tile to try (tools/dev/README.md).
+  if (const char* forced = std::getenv("KVSCOPE_MATRIX_TILE")) {
+    MatrixTile t{};
+    if (std::sscanf(forced, "%u,%u,%u,%u", &t.token_subgroups, &t.row_subgroups, &t.step, &t.stages) == 4 &&
+        t.token_subgroups * t.row_subgroups >= 1 && t.token_subgroups * t.row_subgroups <= 8 && (t.step == 32 || t.step == 64) &&
+        (t.stages == 1 || t.stages == 2))
+      return t;
+    throw std::invalid_argument("KVSCOPE_MATRIX_TILE takes token_subgroups,row_subgroups,step,stages: up to 8 subgroups, "
+                                "a step of 32 or 64, 1 or 2 stages");
   }
+  return {2, 2, kMatrixStep, 1};
+}
+
+const vk::Kernel& ModelKernels::matrix_kernel(const MatrixTile& t, bool half_input) const {
+  const auto key = std::make_tuple(t.token_subgroups, t.row_subgroups, t.step, t.stages, half_input);
+  auto found = matmul_matrix_.find(key);
+  if (found == matmul_matrix_.end()) {
+    // model_matmul_matrix's shared memory: the stages' 16-byte pieces (a row
+    // of a step padded by one), then a 16 x 16 fp32 fragment a subgroup.
+    const size_t shared = size_t(t.stages) * (t.tokens() + t.rows()) * (t.step / 8 + 1) * 16 +
+                          size_t(t.token_subgroups) * t.row_subgroups * 16 * 16 * 4;
+    if (shared > device_.info().max_shared_memory_bytes)
+      throw std::invalid_argument("model_matmul_matrix's tile needs " + std::to_string(shared) + " bytes of shared memory; " +
+                                  device_.info().name + " has " + std::to_string(device_.info().max_shared_memory_bytes));
+    const auto spirv = vk::cooperative_matrix_spirv(device_, model_matmul_matrix_spirv, model_matmul_matrix_khr_spirv);
+    found = matmul_matrix_
+                .emplace(key, vk::Kernel(device_, "model_matmul_matrix", spirv, vk::KernelLayout{5, sizeof(layouts::ModelMatmulPush)},
+                                         std::vector<uint32_t>{element_type(storage_), element_type(half_input ? DType::f16 : DType::f32),
+                                                               32 * t.token_subgroups * t.row_subgroups, t.token_subgroups, t.step,
+                                                               t.stages}))
+                .first;
+  }
+  return found->second;
 }
 
 // The tiles that measured best on the H100 (docs/perf-experiments.md,
@@ -162,8 +193,9 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
       kernel = &cm2_kernel(tile, half_input);
       tile_tokens = tile.tokens, tile_rows = tile.rows, unit = tile.step * tile.unroll;  // whole unrolled rounds
     } else {
-      kernel = half_input ? &*matmul_matrix_half_ : &*matmul_matrix_;
-      tile_tokens = kMatrixTokens, tile_rows = kMatrixRows, unit = kMatrixStep;
+      const MatrixTile tile = matrix_tile(push.n_tokens);
+      kernel = &matrix_kernel(tile, half_input);
+      tile_tokens = tile.tokens(), tile_rows = tile.rows(), unit = tile.step;
     }
     // Slices until the tiles about fill the device, within the partial sums' room.
     const uint32_t tiles = ceil_div(push.n_out, tile_rows) * ceil_div(push.n_tokens, tile_tokens);

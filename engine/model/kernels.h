@@ -107,6 +107,15 @@ class ModelKernels {
   };
   const vk::Kernel& cm2_kernel(const Cm2Tile& tile, bool half_input) const;
   Cm2Tile cm2_tile(uint32_t n_tokens) const;
+  // model_matmul_matrix's workgroup: subgroups of 64 x 64 outputs along the
+  // tokens and the rows, channels a step, shared-memory stages.
+  struct MatrixTile {
+    uint32_t token_subgroups, row_subgroups, step, stages;
+    uint32_t tokens() const { return 64 * token_subgroups; }
+    uint32_t rows() const { return 64 * row_subgroups; }
+  };
+  const vk::Kernel& matrix_kernel(const MatrixTile& tile, bool half_input) const;
+  MatrixTile matrix_tile(uint32_t n_tokens) const;
 
   const vk::Device& device_;
   DType storage_;
@@ -117,7 +126,9 @@ class ModelKernels {
   const vk::Kernel& matvec(uint32_t slices, bool rope) const;
   // model_matmul_cm2 by tile and input type, built as first asked for.
   mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_cm2_;
-  std::optional<vk::Kernel> matmul_matrix_, matmul_matrix_half_, matmul_splits_;  // fp32 inputs, fp16 inputs
+  // model_matmul_matrix by tile and input type, built as first asked for.
+  mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_matrix_;
+  std::optional<vk::Kernel> matmul_splits_;
   vk::Buffer partials_;  // model_matmul_matrix's slices' partial sums
   vk::Kernel rope_, swiglu_, argmax_, random_fill_;
   vk::Buffer no_bias_;  // bound where a layer has none

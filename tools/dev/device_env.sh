@@ -25,3 +25,11 @@ gpu_suite() {
   KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 2>&1 | tail -4
   tests/cli_test.sh $B/kvscope 2>&1 | tail -1
 }
+
+# The first kvscope run of a fresh machine's call measured up to 38% slower
+# than the same run after it (the linear layers of a 2,048-token chunk, 213
+# against 155 ms, H100, 2026-12-07): one throwaway prefill first.
+warm_up() {
+  $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights --length 4096 --regime prefill \
+    --chunk 2048 --rounds 1 --steps 1 --methods dense >/dev/null 2>&1
+}

@@ -14,7 +14,8 @@
 #             cache, every layer on the GPU) and decode ms/token there; then
 #             one layer's MUL_MAT and FLASH_ATTN_EXT at 2,048 tokens (by
 #             ggml's GPU timestamps), the attention chunk ending each of LENGTHS
-#   table     tools/peers/llamacpp/compare.py: the side-by-side table
+#   table     tools/peers/llamacpp/compare.py: the side-by-side table, the
+#             CUDA peers (cublas, hf, sdpa) of the same call in its last column
 #   tests     the model's kernel tests on the GPU, without the validation
 #             layer (so the tensor-core kernels run their KHR forms): carry
 #             kvscope_tests in .devbin
@@ -22,6 +23,8 @@
 #             layers at 1 and 2,048 tokens, and the copy bandwidth
 #   hf        tools/peers/bench_hf.py: transformers on the same config
 #             (eager, SDPA), its first token and decode at LENGTHS
+#   sdpa      tools/peers/bench_torch.py: PyTorch's SDPA (flash, the
+#             chunk's causal mask) on the attention chunk ending each of LENGTHS
 #   coopmat   NVIDIA's vk_cooperative_matrix_perf, where COOPMAT_PERF names
 #             its binary (beside its shaders/ folder): the fastest fp16 GEMMs
 #             its KHR and cooperative-matrix-2 shaders reach on this GPU
@@ -74,6 +77,7 @@ fi
 [ -f "$GGUF" ] || { echo "no $GGUF: PARTS needs write"; exit 1; }
 
 if has kvscope; then
+  warm_up
   for length in ${LENGTHS//,/ }; do
     echo "=== kvscope speed, $length tokens [${SECONDS} s]"
     $B/kvscope speed --model "$GGUF" --length "$length" --regime both --methods dense --chunk 2048 --steps 16 \
@@ -109,12 +113,22 @@ if has hf; then
     tee "$O/hf.jsonl"
 fi
 
+if has sdpa; then
+  echo "=== PyTorch SDPA on the attention chunk [${SECONDS} s]"
+  python3 tools/peers/bench_torch.py --tokens "$LENGTHS" --heads "$(field "$SHAPE" "c['num_attention_heads']")" \
+    --kv-heads "$(field "$SHAPE" "c.get('num_key_value_heads', c['num_attention_heads'])")" \
+    --dim "$(field "$SHAPE" "c.get('head_dim') or c['hidden_size'] // c['num_attention_heads']")" --chunk 2048 \
+    --steps sdpa_prefill_chunk_lower_right --repeat 20 | tee "$O/sdpa.jsonl"
+fi
+
 if has table; then
   kvscope_jsons=()
   for length in ${LENGTHS//,/ }; do [ -f "$O/kvscope_$length.json" ] && kvscope_jsons+=("$O/kvscope_$length.json"); done
   bench=()
   [ -f "$O/bench.json" ] && bench=(--bench "$O/bench.json")
+  others=()
+  for f in cublas hf sdpa; do [ -f "$O/$f.jsonl" ] && others+=("$O/$f.jsonl"); done
   python3 tools/peers/llamacpp/compare.py --peer "$O"/llamacpp_model.json "$O"/llamacpp_kernels.json \
-    --kvscope "${kvscope_jsons[@]}" "${bench[@]}" | tee "$O/table.md"
+    --kvscope "${kvscope_jsons[@]}" "${bench[@]}" ${others[@]:+--others "${others[@]}"} | tee "$O/table.md"
 fi
 true

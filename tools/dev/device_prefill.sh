@@ -11,8 +11,10 @@
 #   hf         transformers' one SDPA pass over the same 32k prompt
 #   speed128k  QuoKA's and dense first token at 128k
 # PARTS chooses (default all but speed128k); PEERS=0 leaves PyTorch out;
-# TILES="t,r,s,i[,unroll] ..." times model_matmul_cm2 tiles
-# (KVSCOPE_CM2_TILE) and ATTENTION_TILES="rows,keys,invocations ..."
+# MATRIX_TILES="token_subgroups,row_subgroups,step,stages ..." times
+# model_matmul_matrix tiles (KVSCOPE_MATRIX_TILE), TILES="t,r,s,i[,unroll] ..."
+# model_matmul_cm2's (KVSCOPE_CM2_TILE), CHUNKS="128 2048" the linear chunks, CHECK=1 runs
+# the linear layers' tests on each tile first, and ATTENTION_TILES="rows,keys,invocations ..."
 # attention_chunk_cm2's (KVSCOPE_CM2_ATTENTION). Output into $OUT.
 set -u
 . tools/dev/device_env.sh
@@ -22,6 +24,7 @@ LENGTHS=${LENGTHS:-32768,131072}
 SHAPE=assets/shapes/llama-3.1-8b.json
 has() { [[ ",$PARTS," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+warm_up
 if has tests; then
   F='*ModelOps*:*DenseAttention*:*SparseChunk*:*TinyModel*:*ModelRun*:*SelectionInTheLoop*'
   KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 --gtest_filter="$F" 2>&1 | tail -4
@@ -57,20 +60,35 @@ if has attention; then
 fi
 if has linear; then
   [ "${PEERS:-1}" = 1 ] && python3 tools/peers/bench_linear.py --config $SHAPE --tokens 128,2048 | tee $O/cublas.jsonl
-  for tile in ${TILES:-default}; do
-    [ "$tile" = default ] && unset KVSCOPE_CM2_TILE || export KVSCOPE_CM2_TILE=$tile
-    for cm2 in 0 1; do
-      [ "$tile" != default ] && [ $cm2 = 0 ] && continue
-      for chunk in 128 2048; do
-        echo "=== linear: cooperative matrix 2 $cm2, tile $tile, chunk $chunk"
-        json=$O/linear_cm2${cm2}_${tile//,/x}_$chunk.json
-        KVSCOPE_COOPERATIVE_MATRIX2=$cm2 $B/kvscope speed --model $SHAPE --random-weights --length 4096 --regime prefill \
-          --chunk $chunk --rounds 1 --steps 1 --methods dense --json $json >/dev/null 2>&1
-        linear_ms $json
-      done
+  linear_run() {  # label, then the environment of the run
+    local label=$1 chunk json
+    shift
+    for chunk in ${CHUNKS:-128 2048}; do
+      echo "=== linear: $label, chunk $chunk"
+      json=$O/linear_$(echo "$label" | tr -c 'A-Za-z0-9\n' '_')_$chunk.json
+      env "$@" $B/kvscope speed --model $SHAPE --random-weights --length 4096 --regime prefill \
+        --chunk $chunk --rounds 1 --steps 1 --methods dense --json $json >$O/linear.log 2>&1 && linear_ms $json ||
+        tail -1 $O/linear.log
     done
+  }
+  for tile in ${MATRIX_TILES:-default}; do
+    tile_env=()
+    [ "$tile" != default ] && tile_env=(KVSCOPE_MATRIX_TILE=$tile)
+    if [ "${CHECK:-0}" = 1 ]; then  # the linear layers' float64 tests on this tile
+      env "${tile_env[@]}" KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 \
+        --gtest_filter='*LinearMatchesFloat64*:*TinyModel*' 2>&1 | tail -2
+    fi
+    linear_run "fragments $tile" KVSCOPE_COOPERATIVE_MATRIX2=0 "${tile_env[@]}"
   done
-  unset KVSCOPE_CM2_TILE
+  for tile in ${TILES:-default}; do
+    tile_env=()
+    [ "$tile" != default ] && tile_env=(KVSCOPE_CM2_TILE=$tile)
+    if [ "${CHECK:-0}" = 1 ]; then
+      env "${tile_env[@]}" KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA \
+        $B/kvscope_tests --gtest_brief=1 --gtest_filter='*LinearOnCooperativeMatrix2*' 2>&1 | tail -2
+    fi
+    linear_run "cm2 $tile" KVSCOPE_COOPERATIVE_MATRIX2=1 "${tile_env[@]}"
+  done
 fi
 speed() {  # length, chunk
   $B/kvscope speed --model $SHAPE --random-weights --length $1 --regime prefill --chunk $2 --rounds 1 --steps 1 \

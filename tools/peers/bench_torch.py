@@ -134,15 +134,24 @@ def parse_arguments(argv=None):
     parser.add_argument("--n-q", type=int, default=16)
     parser.add_argument("--no-graphs", action="store_true", help="time eagerly only")
     parser.add_argument("--kvscope", metavar="FILE", help="kvscope bench --json output to compare with")
+    parser.add_argument("--steps", help="the measurements to run, by name (default all)")
     args = parser.parse_args(argv)
+    args.steps = args.steps.split(",") if args.steps else list(KVSCOPE_STEP)
+    unknown = [s for s in args.steps if s not in KVSCOPE_STEP]
+    if unknown:
+        raise InputError(f"--steps: no measurement named {unknown[0]} (they are {', '.join(KVSCOPE_STEP)})")
+    # Quest's pages and Fier's groups cut the cache; SDPA alone takes any length.
+    args.paged = any(not s.startswith("sdpa") for s in args.steps)
     try:
         args.token_counts = [int(t) for t in args.tokens.split(",")]
     except ValueError:
         raise InputError(f"--tokens must be a comma-separated list of counts, not '{args.tokens}'")
     for T in args.token_counts:
-        if T % args.page_size or T % args.group_size or T <= args.chunk + args.prefill_budget:
+        if args.paged and (T % args.page_size or T % args.group_size or T <= args.chunk + args.prefill_budget):
             raise InputError(f"--tokens {T} must be a multiple of the page and group sizes and exceed "
-                             "the chunk plus B_SA")
+                             "the chunk plus B_SA (with measurements other than SDPA's)")
+        if T < args.chunk:
+            raise InputError(f"--tokens {T} is shorter than the chunk")
     if args.heads % args.kv_heads:
         raise InputError("--heads must be a multiple of --kv-heads")
     return args
@@ -307,7 +316,7 @@ def main():
 
         # Per-cache metadata, built once (not timed), for each K copy.
         meta = []
-        for k, _ in kv:
+        for k, _ in (kv if args.paged else []):
             pages = k.view(1, G, T // P, P, d)
             blocks = k.view(1, G, T // gs, gs, d)
             lo, hi = blocks.amin(3, keepdim=True), blocks.amax(3, keepdim=True)
@@ -330,6 +339,8 @@ def main():
             ("quoka_prefill_chunk_lean", lambda i: quoka_prefill_lean(qc, *kv[i], args.prefill_budget, args.n_q)),
         )
         for name, fn in steps:
+            if name not in args.steps:
+                continue
             m = {"what": name, "tokens": T, "heads": H, "kv_heads": G, "dim": d, "chunk": C if "chunk" in name else 1,
                  "device": torch.cuda.get_device_name()}
             try:
