@@ -29,7 +29,7 @@
 #             its binary (beside its shaders/ folder): the fastest fp16 GEMMs
 #             its KHR and cooperative-matrix-2 shaders reach on this GPU
 # SHAPE (default assets/shapes/llama-3.1-8b.json), LENGTHS (32768; 32768,131000
-# adds 128k), PARTS (write,kvscope,llamacpp,table; the others on request),
+# adds 128k), HF_LENGTHS (transformers' lengths, LENGTHS unless given), PARTS (write,kvscope,llamacpp,table; the others on request),
 # ROUNDS (2) and DEVICE (the peer's --device, NVIDIA) choose.
 # Carries .devbin (kvscope), .gl, .icu (tools/dev/README.md) and .llamacpp
 # (tools/peers/llamacpp/pack.sh: the peer and llama.cpp's libraries, 6.2 MB).
@@ -109,7 +109,7 @@ fi
 
 if has hf; then
   echo "=== transformers on the same config [${SECONDS} s]"
-  python3 tools/peers/bench_hf.py --config "$SHAPE" --lengths "$LENGTHS" --new-tokens 16 --repeats 1 --modes eager |
+  python3 tools/peers/bench_hf.py --config "$SHAPE" --lengths "${HF_LENGTHS:-$LENGTHS}" --new-tokens 16 --repeats 1 --modes eager |
     tee "$O/hf.jsonl"
 fi
 

@@ -52,7 +52,10 @@ soak_family() {  # filter -> "family<TAB>seeds<TAB>failures<TAB>seconds<TAB>fail
   start=$(date +%s)
   KVSCOPE_TEST_NO_VALIDATION=1 "$binary" --gtest_filter="$filter" --gtest_repeat="$seeds" --gtest_brief=1 >"$log" 2>&1
   failures=$(grep -c '^\[  FAILED  \] .* ms)$' "$log")  # a failed case's own line, not the summaries'
-  failing=$(grep -o 'seed [0-9]*' "$log" | sort -u | awk '{print $2}' | paste -sd, -)
+  # The seeds of failures only: a skipped case prints its trace (and seed) too.
+  failing=$(awk '/: Failure$/ { failed = 1 } /: Skipped$/ { failed = 0 }
+                 failed && match($0, /seed [0-9]+/) { print substr($0, RSTART + 5, RLENGTH - 5); failed = 0 }' "$log" |
+            sort -u | paste -sd, -)
   printf '%s\t%s\t%s\t%s\t%s\n' "$filter" "$seeds" "$failures" "$(($(date +%s) - start))" "${failing:--}"
 }
 export -f soak_family
