@@ -1,21 +1,19 @@
 // libFuzzer target for the capture reader (safetensors + docs/capture.md checks):
 // any input must either open as a capture or be refused with InputError;
 // a crash, another exception, a sanitizer report or a leak fails the run.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "../temp_files.h"
 #include "io/capture.h"
 #include "base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The reader maps a file, so the input goes through one (per process).
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("kvscope_fuzz_" + std::to_string(::getpid()) + ".safetensors");
+  static const std::filesystem::path path = kv::test::temp_path("capture.safetensors");
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), std::streamsize(size));

@@ -4,8 +4,6 @@
 // rest is its file. Any input must
 // be read or refused with InputError; a crash, another exception, a sanitizer
 // report or a leak fails the run.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../temp_files.h"
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
@@ -65,8 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       case 4: {
         // The index goes into a model directory beside a fixed config.json (per process).
-        static const std::filesystem::path dir =
-            std::filesystem::temp_directory_path() / ("kvscope_fuzz_model_" + std::to_string(::getpid()));
+        static const std::filesystem::path dir = kv::test::temp_path("model");
         std::filesystem::create_directories(dir);
         write(dir / "config.json", kTinyConfig);
         write(dir / "model.safetensors.index.json", file);

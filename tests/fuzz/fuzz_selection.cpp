@@ -1,19 +1,17 @@
 // libFuzzer target for the selection-file reader (docs/cli.md's `select --out`):
 // any input must either read as a selection or be refused with InputError.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "../temp_files.h"
 #include "base/error.h"
 #include "io/selection_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("kvscope_fuzz_sel_" + std::to_string(::getpid()) + ".safetensors");
+  static const std::filesystem::path path = kv::test::temp_path("selection.safetensors");
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
