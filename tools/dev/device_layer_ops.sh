@@ -10,25 +10,29 @@
 # instruction and tarred into $OUT/sass.tgz. A cheaper call than
 # device_llamacpp.sh (no 16 GB file, no whole prefill): docs/perf.md,
 # "llama.cpp's Vulkan backend on the same file". Carries .devbin (kvscope,
-# kvscope_tests), .gl, .icu and .llamacpp.
+# kvscope_tests), .gl, .icu and .llamacpp. PARTS (tests,ops,sass) chooses.
 set -u
 . tools/dev/device_env.sh
 O=${OUT:-/tmp}
+PARTS=${PARTS:-tests,ops,sass}
+has() { [[ ",$PARTS," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-warm_up
+python3 -c "
+import json; c = json.load(open('assets/shapes/llama-3.1-8b.json')); c.update(num_hidden_layers=1, vocab_size=4096, bos_token_id=1, eos_token_id=2)
+json.dump(c, open('/tmp/one.json', 'w'))"
+python3 tools/peers/llamacpp/write_gguf.py /tmp/one.json /tmp/one.gguf >/dev/null 2>&1 || echo "write failed"
+mkdir -p /tmp/llamacpp && tar -xJf .llamacpp/llamacpp-vulkan.tar.xz -C /tmp/llamacpp
+if has tests; then
 echo "=== tests [$SECONDS s]"
 tokenizers=$(strings "$B/kvscope_tests" | grep -m1 '/build/tests/tokenizers$' || true)
 [ -n "$tokenizers" ] && mkdir -p "$tokenizers" && tar xf tests/data/tokenizers.tar.xz -C "$tokenizers"
 KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 \
   --gtest_filter='*ModelOps*:*TinyModel*:*SelectionInTheLoop*:*ModelRun*:*KernelChoice*:*DenseAttention*' 2>&1 | tail -3
-python3 -c "
-import json; c = json.load(open('assets/shapes/llama-3.1-8b.json')); c['num_hidden_layers'] = 1
-json.dump(c, open('/tmp/one.json', 'w'))"
+fi
+if has ops; then
+warm_up
 echo "=== cuBLAS [$SECONDS s]"
 python3 tools/peers/bench_linear.py --config /tmp/one.json --tokens 2048 | tee $O/cublas.jsonl | cut -c1-150
-echo "=== write [$SECONDS s]"
-python3 tools/peers/llamacpp/write_gguf.py /tmp/one.json /tmp/one.gguf >/dev/null 2>&1 || echo "write failed"
-mkdir -p /tmp/llamacpp && tar -xJf .llamacpp/llamacpp-vulkan.tar.xz -C /tmp/llamacpp
 echo "=== llama.cpp ops [$SECONDS s]"
 /tmp/llamacpp/bin/llamacpp_peer --model /tmp/one.gguf --device NVIDIA --parts kernels --kernel-tokens 2048 \
   --kernel-contexts 32768,131000 --repeat 20 >$O/llamacpp_kernels.json 2>$O/peer.err; tail -1 $O/peer.err
@@ -44,6 +48,8 @@ python3 tools/peers/bench_torch.py --tokens 32768,131000 --heads 32 --kv-heads 8
   --steps sdpa_prefill_chunk_lower_right --repeat 20 | tee $O/sdpa.jsonl | cut -c1-200
 python3 tools/peers/llamacpp/compare.py --peer $O/llamacpp_kernels.json --kvscope $O/kvscope_linear.json --bench $O/bench.json \
   --others $O/cublas.jsonl $O/sdpa.jsonl | tee $O/table.md
+fi
+has sass || exit 0
 [ -x .devbin/zstd ] || { echo "=== done, no zstd for the SASS [$SECONDS s]"; exit 0; }
 export ZSTD=$PWD/.devbin/zstd LD_LIBRARY_PATH=$PWD/.devbin/lib:${LD_LIBRARY_PATH:-}
 echo "=== SASS [$SECONDS s]"
