@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The engine's rooms include only downward: base <- vk <- io <- kernels <- methods <- the
+"""The engine's rooms include only downward: base <- vk <- io, formats <- kernels <- methods <- the
 rooms that use them (eval, model, ruler, sweep, reference), which may include one another.
 Every engine source must sit in a room. Fails naming each include that runs back up.
 
@@ -9,7 +9,7 @@ import pathlib
 import re
 import sys
 
-RANKS = {"base": 0, "vk": 1, "io": 2, "kernels": 3, "methods": 4,
+RANKS = {"base": 0, "vk": 1, "io": 2, "formats": 2, "kernels": 3, "methods": 4,
          "eval": 5, "model": 5, "ruler": 5, "sweep": 5, "reference": 5}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

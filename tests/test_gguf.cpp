@@ -139,8 +139,8 @@ TEST(Gguf, RefusesBadHeadersCountsTypesAndOffsets) {
     return all.find(name) + name.size();
   };
   const size_t q = after_name("blk.0.attn_q.weight");  // n_dims (4), two dims (16), type (4), offset (8)
-  const uint32_t unknown_type = 2, five_dims = 5;       // Q4_0: not read
-  expect_refused(patched(q + 20, &unknown_type, 4), "type 2 is not read");
+  const uint32_t unknown_type = 23, five_dims = 5;      // IQ4_XS: not read
+  expect_refused(patched(q + 20, &unknown_type, 4), "type IQ4_XS is not read");
   expect_refused(patched(q, &five_dims, 4), "5 dimensions");
   const uint64_t misaligned = 8, far = 1 << 20;
   expect_refused(patched(q + 24, &misaligned, 8), "not aligned");

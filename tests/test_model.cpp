@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
 #include "base/error.h"
+#include "base/half.h"
+#include "formats/ggml_blocks.h"
 #include "gguf_writer.h"
 #include "io/capture.h"
 #include "methods/table.h"
@@ -235,7 +238,40 @@ INSTANTIATE_TEST_SUITE_P(Models, TinyModelTest, ::testing::ValuesIn(tiny_models(
 // A tiny model's weights as llama.cpp's converter writes them to GGUF: the
 // llama.* keys, tensors renamed with their dimensions reversed, and q's and
 // k's rows of each head permuted so that RoPE pairs neighbouring channels.
-std::filesystem::path write_as_gguf(const model::Checkpoint& c, const std::string& name) {
+// Rows of fp16 values as Q8_0 (32 int8 and an fp16 scale a block) or Q4_0 (32
+// nibbles, value q - 8, and a scale): a plain round-to-nearest encoder, not
+// ggml's, which only has to give blocks of the layout.
+std::vector<std::byte> quantized_blocks(formats::GgmlType type, std::span<const std::byte> f16) {
+  std::vector<float> x(f16.size() / 2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, f16.data() + 2 * i, 2);
+    x[i] = half_to_float(h);
+  }
+  const bool q8 = type == formats::GgmlType::q8_0;
+  std::vector<std::byte> out;
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::abs(x[i]));
+    const uint16_t d = float_to_half(amax / (q8 ? 127.0f : 7.0f));
+    const float inverse = half_to_float(d) > 0 ? 1.0f / half_to_float(d) : 0.0f;
+    out.push_back(std::byte(d & 0xff));
+    out.push_back(std::byte(d >> 8));
+    if (q8) {
+      for (size_t i = b; i < b + 32; ++i) out.push_back(std::byte(uint8_t(int8_t(std::lround(std::clamp(x[i] * inverse, -127.0f, 127.0f))))));
+    } else {
+      for (size_t j = 0; j < 16; ++j) {
+        const auto nibble = [&](size_t i) { return uint8_t(std::lround(std::clamp(x[i] * inverse, -8.0f, 7.0f)) + 8); };
+        out.push_back(std::byte(uint8_t(nibble(b + j) | (nibble(b + j + 16) << 4))));
+      }
+    }
+  }
+  return out;
+}
+
+// With `quantized`, every fp16 matrix goes in as Q8_0 but the MLP's down
+// projections, in Q4_0: a file of mixed types, as llama.cpp's quantizer writes.
+std::filesystem::path write_as_gguf(const model::Checkpoint& c, const std::string& name, bool quantized = false) {
   const model::ModelConfig& m = c.config();
   test::GgufWriter w;
   w.out = {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}};
@@ -284,10 +320,16 @@ std::filesystem::path write_as_gguf(const model::Checkpoint& c, const std::strin
         std::copy_n(weight.data.begin() + long(r * row), row, bytes.begin() + long((h * d + 2 * i + j) * row));
       }
     }
+    uint32_t type = weight.dtype == DType::f32 ? 0u : weight.dtype == DType::f16 ? 1u : 30u;
+    if (quantized && weight.dtype == DType::f16 && weight.shape.size() == 2 && weight.shape[1] % 32 == 0) {
+      const auto block_type = t.name.ends_with("ffn_down.weight") ? formats::GgmlType::q4_0 : formats::GgmlType::q8_0;
+      bytes = quantized_blocks(block_type, bytes);
+      type = uint32_t(block_type);
+    }
     w.text(t.name);
     w.put<uint32_t>(uint32_t(weight.shape.size()));
     for (auto d = weight.shape.rbegin(); d != weight.shape.rend(); ++d) w.put<uint64_t>(*d);
-    w.put<uint32_t>(weight.dtype == DType::f32 ? 0u : weight.dtype == DType::f16 ? 1u : 30u);
+    w.put<uint32_t>(type);
     w.put<uint64_t>(offset);
     offset += (bytes.size() + 31) / 32 * 32;
     data.push_back(std::move(bytes));
@@ -324,6 +366,55 @@ TEST(GgufModel, GivesTheSafetensorsModelsLogits) {
       for (size_t i = 0; i < want[p].size(); ++i) ASSERT_NEAR(got[p][i], want[p][i], 1e-9 * (1 + std::abs(want[p][i])));
     expect_matches_reference(gguf, tokens, 8, 2, 4e-3);
   }
+}
+
+// A GGUF file of block-quantized matrices (Q8_0 and Q4_0 mixed) reads as
+// fp16 weights of the blocks' values, q and k rows where RoPE wants them:
+// its float64 logits stay near the fp16 model's (what 8 and 4 bits keep of
+// it), and the GPU holds it to float64 as any fp16 model.
+TEST(GgufModel, ReadsBlockQuantizedMatricesAsFp16) {
+  const uint32_t seed = test::test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TinyModel m{"gguf_quantized"};
+  const model::Checkpoint original = model::Checkpoint::open(write_tiny_model(m, seed));
+  const model::Checkpoint plain = model::Checkpoint::open(write_as_gguf(original, "gguf_plain"));
+  const model::Checkpoint quantized = model::Checkpoint::open(write_as_gguf(original, "gguf_quantized", true));
+  const model::LayerWeights &want = plain.layers()[1], &got = quantized.layers()[1];
+  for (const auto& [a, b] : {std::pair{&want.wq, &got.wq}, {&want.w_down, &got.w_down}, {&want.wo, &got.wo}}) {
+    SCOPED_TRACE(b->name);
+    ASSERT_EQ(b->dtype, DType::f16);
+    ASSERT_EQ(b->shape, a->shape);
+    ASSERT_EQ(b->data.size(), a->data.size());
+    // Each value within half a step of its block's scale (Q8_0: amax / 127, Q4_0: amax / 7).
+    const bool four_bits = b->name.ends_with("ffn_down.weight");
+    for (size_t block = 0; block < a->data.size() / 64; ++block) {
+      float amax = 0;
+      std::vector<float> x(32), y(32);
+      for (size_t i = 0; i < 32; ++i) {
+        uint16_t h;
+        std::memcpy(&h, a->data.data() + (block * 32 + i) * 2, 2);
+        x[i] = half_to_float(h);
+        std::memcpy(&h, b->data.data() + (block * 32 + i) * 2, 2);
+        y[i] = half_to_float(h);
+        amax = std::max(amax, std::abs(x[i]));
+      }
+      const float step = amax / (four_bits ? 7.0f : 127.0f);
+      for (size_t i = 0; i < 32; ++i) ASSERT_NEAR(y[i], x[i], 0.5f * step * 1.01f + 1e-3f * std::abs(x[i])) << "block " << block;
+    }
+  }
+  std::mt19937 rng(seed);
+  std::vector<int32_t> tokens(23);
+  for (int32_t& t : tokens) t = int32_t(rng() % m.vocab);
+  const auto near = reference::model_logits(plain, tokens), far = reference::model_logits(quantized, tokens);
+  double largest = 0, moved = 0;
+  for (size_t p = 0; p < near.size(); ++p)
+    for (size_t i = 0; i < near[p].size(); ++i) {
+      largest = std::max(largest, std::abs(near[p][i]));
+      moved = std::max(moved, std::abs(far[p][i] - near[p][i]));
+    }
+  EXPECT_GT(moved, 0.0);               // the blocks are not the fp16 values
+  EXPECT_LT(moved, 0.25 * largest);    // but near them
+  expect_matches_reference(quantized, tokens, 8, 2, 4e-3);
 }
 
 class ModelRunTest : public test::GpuTest {};

@@ -225,6 +225,27 @@ Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string
   return c;
 }
 
+// A block-quantized tensor's values as fp16 (each rounded once from ggml's
+// own dequantization, formats::dequantize), owned by the checkpoint: the
+// engine's kernels take 16-bit weights, and keeping the blocks on the GPU is
+// not done yet.
+std::span<const std::byte> Checkpoint::widen(const GgufTensor& t) {
+  const formats::BlockLayout layout = *formats::block_layout(uint32_t(t.type));
+  uint64_t count = 1;
+  for (uint64_t d : t.dims) count *= d;
+  std::vector<std::byte>& out = widened_.emplace_back(count * 2);
+  const uint64_t row = t.dims[0], row_bytes = row / layout.elements * layout.bytes;
+  std::vector<float> values(row);
+  for (uint64_t r = 0; r < count / row; ++r) {
+    formats::dequantize(t.type, t.data.subspan(r * row_bytes, row_bytes), values);
+    for (uint64_t i = 0; i < row; ++i) {
+      const uint16_t h = float_to_half(values[i]);
+      std::memcpy(out.data() + (r * row + i) * 2, &h, 2);
+    }
+  }
+  return out;
+}
+
 void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& source) {
   Checkpoint& c = *this;
   c.source_ = source;
@@ -240,11 +261,11 @@ void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& 
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw InputError(source + ": GGUF tensor " + name + " missing");
     const GgufTensor& t = *it->second;
-    DType dtype = DType::f32;
-    if (t.type == GgufType::f16) dtype = DType::f16;
-    else if (t.type == GgufType::bf16) dtype = DType::bf16;
-    else if (t.type != GgufType::f32) throw InputError(source + ": GGUF tensor " + name + ": Q8_0 is not read yet (F32, F16, BF16)");
-    return Weight{name, dtype, std::vector<uint64_t>(t.dims.rbegin(), t.dims.rend()), t.data};  // GGUF lists the fastest first
+    std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());  // GGUF lists the fastest first
+    if (t.type == GgufType::f16) return Weight{name, DType::f16, shape, t.data};
+    if (t.type == GgufType::bf16) return Weight{name, DType::bf16, shape, t.data};
+    if (t.type == GgufType::f32) return Weight{name, DType::f32, shape, t.data};
+    return Weight{name, DType::f16, shape, c.widen(t)};
   };
   c.embedding_ = get("token_embd.weight");
   c.final_norm_ = get("output_norm.weight");

@@ -16,6 +16,8 @@
 
 namespace kv::model {
 
+struct GgufTensor;
+
 // One weight: its dtype, shape and bytes (in a mapped file or the checkpoint's
 // own memory; none for a matrix of random weights, which the device draws).
 struct Weight {
@@ -41,8 +43,9 @@ class Checkpoint {
   // A llama2.c checkpoint from its bytes; `source` names it in errors.
   static Checkpoint from_llama2c(std::vector<std::byte> bytes, const std::string& source);
   // A llama-architecture GGUF file from its bytes (engine/model/gguf.h): F32,
-  // F16 or BF16 tensors, RoPE on neighbouring channels as llama.cpp's
-  // converter leaves q and k. `open` reads a file starting "GGUF" this way.
+  // F16 or BF16 tensors, and the block-quantized types of
+  // formats/ggml_blocks.h widened to fp16 as they are read; RoPE on
+  // neighbouring channels as llama.cpp's converter leaves q and k. `open` reads a file starting "GGUF" this way.
   static Checkpoint from_gguf(std::vector<std::byte> bytes, const std::string& source);
   // The shapes of a Hugging Face config.json (or a directory holding one) with
   // random fp16 matrices that the device draws from `seed`
@@ -92,6 +95,9 @@ class Checkpoint {
   Weight embedding_, final_norm_, lm_head_;
   std::vector<LayerWeights> layers_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;  // the mappings that Hugging Face weights point into
+  // A GGUF file's block-quantized tensors, widened to fp16 (widen).
+  std::vector<std::vector<std::byte>> widened_;
+  std::span<const std::byte> widen(const GgufTensor& tensor);
   std::vector<std::byte> owned_;  // a llama2.c file's bytes (or GGUF bytes given in memory); a random one's norms and biases
   std::unique_ptr<MappedFile> gguf_mapping_;  // a GGUF file opened from disk, which its tensors point into
   bool random_ = false, gguf_ = false;

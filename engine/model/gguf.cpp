@@ -100,17 +100,13 @@ class Reader {
   size_t at_ = 0;
 };
 
-// Bytes of a tensor of `elements` (row length dims[0]) of `type`.
+// Bytes of a tensor of `elements` (row length dims[0]) of `type`: whole blocks a row.
 uint64_t tensor_bytes(GgufType type, uint64_t elements, uint64_t row, Reader& r, const std::string& name) {
-  switch (type) {
-    case GgufType::f32: return elements * 4;
-    case GgufType::f16:
-    case GgufType::bf16: return elements * 2;
-    case GgufType::q8_0:  // blocks of 32: an fp16 scale and 32 int8
-      if (row % 32) r.fail("tensor " + name + ": a Q8_0 row of " + std::to_string(row) + " is not whole blocks of 32");
-      return elements / 32 * 34;
-  }
-  r.fail("tensor " + name + ": unknown type");
+  const formats::BlockLayout layout = *formats::block_layout(uint32_t(type));
+  if (row % layout.elements)
+    r.fail("tensor " + name + ": a " + layout.name + " row of " + std::to_string(row) + " is not whole blocks of " +
+           std::to_string(layout.elements));
+  return elements / layout.elements * layout.bytes;
 }
 
 }  // namespace
@@ -153,9 +149,9 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source)
     if (n_dims == 0 || n_dims > kMaxDims) r.fail("tensor " + e.name + ": " + std::to_string(n_dims) + " dimensions (1 to 4)");
     for (uint32_t d = 0; d < n_dims; ++d) e.dims.push_back(r.scalar<uint64_t>("a tensor's dimension"));
     const uint32_t type = r.scalar<uint32_t>("a tensor's type");
-    if (type != uint32_t(GgufType::f32) && type != uint32_t(GgufType::f16) && type != uint32_t(GgufType::bf16) &&
-        type != uint32_t(GgufType::q8_0))
-      r.fail("tensor " + e.name + ": type " + std::to_string(type) + " is not read (F32, F16, BF16, Q8_0)");
+    if (!formats::block_layout(type))
+      r.fail("tensor " + e.name + ": type " + formats::ggml_type_name(type) +
+             " is not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
     e.type = GgufType(type);
     e.offset = r.scalar<uint64_t>("a tensor's offset");
     entries.push_back(std::move(e));
@@ -165,8 +161,10 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source)
   const uint64_t data_bytes = bytes.size() > data_start ? bytes.size() - data_start : 0;
   for (const Entry& e : entries) {
     uint64_t elements = 1;
+    // At most four values a byte (Q2_K stores 3.05): a bound that keeps the product in range.
+    const uint64_t most = data_bytes * 4;
     for (uint64_t d : e.dims) {
-      if (d == 0 || elements > data_bytes / d) r.fail("tensor " + e.name + ": more elements than the file holds");
+      if (d == 0 || elements > most / d) r.fail("tensor " + e.name + ": more elements than the file holds");
       elements *= d;
     }
     const uint64_t size = tensor_bytes(e.type, elements, e.dims[0], r, e.name);

@@ -13,10 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/ggml_blocks.h"
+
 namespace kv::model {
 
-// The tensor types read: ggml's numbering.
-enum class GgufType : uint32_t { f32 = 0, f16 = 1, q8_0 = 8, bf16 = 30 };
+// A tensor's type: any of formats::GgmlType (ggml's numbering); a row is whole blocks.
+using GgufType = formats::GgmlType;
 
 struct GgufTensor {
   std::string name;
