@@ -3,7 +3,8 @@
 # prebuilt libraries in the cache, run on a tiny random GGUF file
 # (write_gguf.py) for its time to the first token, decode ms/token and one
 # layer's MUL_MAT and FLASH_ATTN_EXT, its JSON checked; kvscope then runs the
-# same file, and compare.py puts the two side by side. Exit 77 (ctest:
+# same file, and compare.py puts the two side by side; the peer's --quantize
+# writes the file as Q4_K_M and Q8_0, which kvscope then runs. Exit 77 (ctest:
 # skipped) where the libraries are not in the cache: tools/peers/llamacpp/
 # install.sh fetches them from npm, which kvscope's build and CI never do.
 #   llamacpp_peer_test.sh KVSCOPE [PYTHON]
@@ -61,6 +62,12 @@ expect 0 "compare.py puts them side by side" -- "$python" "$peers/compare.py" --
   --kvscope "$work/kvscope.json"
 grep -q "^| time to first token, $length tokens" "$work/out" && grep -q "^| linear layers of a layer, 128 tokens" "$work/out" ||
   { fail "compare.py's table lacks a row:"; cat "$work/out"; }
+# llama.cpp's quantizer writes the block-quantized files people have; kvscope reads and runs them.
+for type in Q4_K_M Q8_0; do
+  expect 0 "the peer quantizes the file to $type" -- "$peer" --model "$work/tiny.gguf" --quantize "$type" "$work/tiny_$type.gguf"
+  expect 0 "kvscope runs llama.cpp's $type file" -- "$kvscope" speed --model "$work/tiny_$type.gguf" --length 256 --chunk 128 \
+    --rounds 1 --steps 2 --methods dense
+done
 expect 1 "the peer names the devices when none matches" -- "$peer" --model "$work/tiny.gguf" --device no-such-gpu
 grep -q "no Vulkan device named like 'no-such-gpu' (there are: .*llvmpipe" "$work/err" || fail "the error does not list the devices"
 expect 2 "the peer refuses a missing file in one line" -- "$peer" --model "$work/none.gguf"

@@ -36,6 +36,7 @@ const char* kUsage =
     "usage: llamacpp_peer --model FILE.gguf [--device NAME] [--contexts 32768,131000] [--batch 2048]\n"
     "                     [--decode-steps 16] [--rounds 2] [--kernel-tokens 2048] [--kernel-contexts C1,C2]\n"
     "                     [--repeat 20] [--parts model,kernels] [--libs DIR] [--verbose]\n"
+    "       llamacpp_peer --model FILE.gguf --quantize TYPE OUT.gguf\n"
     "llama.cpp's Vulkan backend on FILE: time to the first token at each context (batches of --batch\n"
     "tokens, flash attention, F16 KV cache, every layer on the GPU), decode ms/token at that depth\n"
     "(--decode-steps timed after one untimed), the median of --rounds; one layer's MUL_MAT and\n"
@@ -43,14 +44,16 @@ const char* kUsage =
     "default --contexts), each the mean of --repeat graph computes (--parts kernels alone: also by\n"
     "ggml's GPU timestamps). --device picks the Vulkan device whose name holds NAME (default: the\n"
     "first GPU, else the first device). --libs: the folder of ggml's backends (default ../lib beside\n"
-    "this program). JSON on stdout, a table on stderr. Exit 2 on a bad option, 1 on a failure.\n";
+    "this program). JSON on stdout, a table on stderr. Exit 2 on a bad option, 1 on a failure.\n"
+    "--quantize writes FILE's model as llama.cpp's quantizer writes it (llama_model_quantize; TYPE one of\n"
+    "Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K): the block-quantized files people have.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 struct Options {
-  std::string model, device, libs;
+  std::string model, device, libs, quantize_type, quantize_out;
   std::vector<uint32_t> contexts{32768}, kernel_contexts;
   uint32_t batch = 2048, decode_steps = 16, rounds = 2, kernel_tokens = 2048, repeat = 20;
   bool run_model = true, run_kernels = true, verbose = false;
@@ -86,6 +89,12 @@ Options parse(int argc, char** argv) {
     }
     if (flag == "--verbose") {
       o.verbose = true;
+      continue;
+    }
+    if (flag == "--quantize") {
+      if (i + 2 >= argc) throw UsageError("--quantize needs a type and an output file");
+      o.quantize_type = argv[++i];
+      o.quantize_out = argv[++i];
       continue;
     }
     static const char* kValued[] = {"--model",           "--device", "--libs",         "--contexts",
@@ -407,11 +416,33 @@ int run(const Options& o) {
   return 0;
 }
 
+// llama.cpp's quantizer on o.model into o.quantize_out.
+int quantize(const Options& o) {
+  static const std::pair<const char*, llama_ftype> kTypes[] = {
+      {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},     {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},     {"Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1},
+      {"Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},     {"Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1},     {"Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},
+      {"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+      {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K}};
+  const auto found = std::find_if(std::begin(kTypes), std::end(kTypes), [&](const auto& t) { return o.quantize_type == t.first; });
+  if (found == std::end(kTypes)) throw UsageError("--quantize: no type " + o.quantize_type);
+  llama_log_set(log_line, nullptr);
+  llama_backend_init();
+  llama_model_quantize_params params = llama_model_quantize_default_params();
+  params.ftype = found->second;
+  const uint32_t failed = llama_model_quantize(o.model.c_str(), o.quantize_out.c_str(), &params);
+  llama_backend_free();
+  if (failed) throw std::runtime_error("llama_model_quantize failed on " + o.model);
+  std::fprintf(stderr, "llamacpp_peer: wrote %s (%s)\n", o.quantize_out.c_str(), found->first);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    return run(parse(argc, argv));
+    const Options options = parse(argc, argv);
+    if (!options.quantize_type.empty()) return quantize(options);
+    return run(options);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "llamacpp_peer: %s (--help for usage)\n", e.what());
     return 2;
