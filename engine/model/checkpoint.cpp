@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -234,14 +235,23 @@ std::span<const std::byte> Checkpoint::widen(const GgufTensor& t) {
   uint64_t count = 1;
   for (uint64_t d : t.dims) count *= d;
   std::vector<std::byte>& out = widened_.emplace_back(count * 2);
-  const uint64_t row = t.dims[0], row_bytes = row / layout.elements * layout.bytes;
-  std::vector<float> values(row);
-  for (uint64_t r = 0; r < count / row; ++r) {
-    formats::dequantize(t.type, t.data.subspan(r * row_bytes, row_bytes), values);
-    for (uint64_t i = 0; i < row; ++i) {
-      const uint16_t h = float_to_half(values[i]);
-      std::memcpy(out.data() + (r * row + i) * 2, &h, 2);
+  const uint64_t row = t.dims[0], row_bytes = row / layout.elements * layout.bytes, rows = count / row;
+  // Rows in slices a thread: an 8B model's 2.5 ns a value is 20 s on one core.
+  const uint64_t threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::max<uint64_t>(1, rows / 16));
+  auto widen_rows = [&](uint64_t first, uint64_t end) {
+    std::vector<float> values(row);
+    for (uint64_t r = first; r < end; ++r) {
+      formats::dequantize(t.type, t.data.subspan(r * row_bytes, row_bytes), values);
+      for (uint64_t i = 0; i < row; ++i) {
+        const uint16_t h = float_to_half(values[i]);
+        std::memcpy(out.data() + (r * row + i) * 2, &h, 2);
+      }
     }
+  };
+  {
+    std::vector<std::jthread> workers;
+    for (uint64_t k = 1; k < threads; ++k) workers.emplace_back(widen_rows, rows * k / threads, rows * (k + 1) / threads);
+    widen_rows(0, rows / threads);
   }
   return out;
 }
