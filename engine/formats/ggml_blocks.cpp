@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "base/half.h"
 
@@ -11,13 +12,13 @@ namespace {
 constexpr uint32_t kQK = 32, kQKK = 256;  // the blocks of the legacy types and of the K types
 
 constexpr BlockLayout kLayouts[] = {
-    {GgmlType::f32, "F32", 1, 4, false},      {GgmlType::f16, "F16", 1, 2, false},
-    {GgmlType::q4_0, "Q4_0", kQK, 18, true},  {GgmlType::q4_1, "Q4_1", kQK, 20, true},
-    {GgmlType::q5_0, "Q5_0", kQK, 22, true},  {GgmlType::q5_1, "Q5_1", kQK, 24, true},
-    {GgmlType::q8_0, "Q8_0", kQK, 34, true},  {GgmlType::q2_k, "Q2_K", kQKK, 84, true},
-    {GgmlType::q3_k, "Q3_K", kQKK, 110, true}, {GgmlType::q4_k, "Q4_K", kQKK, 144, true},
-    {GgmlType::q5_k, "Q5_K", kQKK, 176, true}, {GgmlType::q6_k, "Q6_K", kQKK, 210, true},
-    {GgmlType::bf16, "BF16", 1, 2, false},
+    {GgmlType::f32, "F32", 1, 4},      {GgmlType::f16, "F16", 1, 2},
+    {GgmlType::q4_0, "Q4_0", kQK, 18},  {GgmlType::q4_1, "Q4_1", kQK, 20},
+    {GgmlType::q5_0, "Q5_0", kQK, 22},  {GgmlType::q5_1, "Q5_1", kQK, 24},
+    {GgmlType::q8_0, "Q8_0", kQK, 34},  {GgmlType::q2_k, "Q2_K", kQKK, 84},
+    {GgmlType::q3_k, "Q3_K", kQKK, 110}, {GgmlType::q4_k, "Q4_K", kQKK, 144},
+    {GgmlType::q5_k, "Q5_K", kQKK, 176}, {GgmlType::q6_k, "Q6_K", kQKK, 210},
+    {GgmlType::bf16, "BF16", 1, 2},
 };
 
 uint16_t u16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
@@ -179,13 +180,12 @@ std::optional<BlockLayout> block_layout(uint32_t type) {
 std::string ggml_type_name(uint32_t type) {
   if (const auto layout = block_layout(type)) return layout->name;
   // The other types llama.cpp writes, named so that a refusal says which.
-  static const char* const kOthers[][2] = {
-      {"9", "Q8_1"},     {"15", "Q8_K"},    {"16", "IQ2_XXS"}, {"17", "IQ2_XS"}, {"18", "IQ3_XXS"},
-      {"19", "IQ1_S"},   {"20", "IQ4_NL"},  {"21", "IQ3_S"},   {"22", "IQ2_S"},  {"23", "IQ4_XS"},
-      {"24", "I8"},      {"25", "I16"},     {"26", "I32"},     {"27", "I64"},    {"28", "F64"},
-      {"29", "IQ1_M"},   {"34", "TQ1_0"},   {"35", "TQ2_0"},   {"39", "MXFP4"}};
-  for (const auto& other : kOthers)
-    if (std::to_string(type) == other[0]) return other[1];
+  static const std::pair<uint32_t, const char*> kOthers[] = {
+      {9, "Q8_1"},   {15, "Q8_K"},   {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {20, "IQ4_NL"},
+      {21, "IQ3_S"}, {22, "IQ2_S"},  {23, "IQ4_XS"},  {24, "I8"},     {25, "I16"},     {26, "I32"},   {27, "I64"},
+      {28, "F64"},   {29, "IQ1_M"},  {34, "TQ1_0"},   {35, "TQ2_0"},  {39, "MXFP4"}};
+  for (const auto& [number, name] : kOthers)
+    if (number == type) return name;
   return "type " + std::to_string(type);
 }
 
@@ -205,10 +205,7 @@ void dequantize(GgmlType type, std::span<const std::byte> bytes, std::span<float
       for (size_t i = 0; i < blocks; ++i) y[i] = half_at(b + 2 * i);
       return;
     case GgmlType::bf16:
-      for (size_t i = 0; i < blocks; ++i) {
-        const uint32_t bits = uint32_t(u16(b + 2 * i)) << 16;
-        std::memcpy(&y[i], &bits, 4);
-      }
+      for (size_t i = 0; i < blocks; ++i) y[i] = bf16_to_float(u16(b + 2 * i));
       return;
     case GgmlType::q4_0: block = block_q4_0; break;
     case GgmlType::q4_1: block = block_q4_1; break;

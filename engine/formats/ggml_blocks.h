@@ -39,7 +39,6 @@ struct BlockLayout {
   const char* name;   // as llama.cpp names it: "Q4_K", "F16"
   uint32_t elements;  // a block's values (1 for the plain types)
   uint32_t bytes;     // a block's bytes
-  bool quantized;
 };
 
 // The layout of ggml type number `type`, or none where it is not one of the above.
