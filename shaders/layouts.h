@@ -447,6 +447,11 @@ KV_PUSH_STRUCT(ModelArgmaxPush, MODEL_ARGMAX_FIELDS)
   uint key;     /* the seed and the tensor's index, mixed */
 KV_PUSH_STRUCT(ModelRandomFillPush, MODEL_RANDOM_FILL_FIELDS)
 
+// model_dequantize.comp: a matrix of ggml blocks widened to fp16, eight values a piece.
+#define MODEL_DEQUANTIZE_FIELDS \
+  uint pieces;  /* the matrix's values / 8 */
+KV_PUSH_STRUCT(ModelDequantizePush, MODEL_DEQUANTIZE_FIELDS)
+
 #ifdef __cplusplus
 }  // namespace kv::layouts
 #endif

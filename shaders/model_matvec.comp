@@ -36,10 +36,17 @@ layout(constant_id = 2) const uint SLICES = 1u;
 // head_dim) rotated and written to the queries and the cache too. A constant,
 // so that the other products carry none of its barriers.
 layout(constant_id = 3) const bool ROPE = false;
+// Each matrix's ggml block type (ggml_blocks.glsl), or GGML_PLAIN: in the
+// storage type. A quantized matrix's values are dequantized as they stream
+// in, its blocks read once: what a decode step saves by them.
+layout(constant_id = 4) const uint BLOCK_TYPE0 = 0xffffffffu;
+layout(constant_id = 5) const uint BLOCK_TYPE1 = 0xffffffffu;
+layout(constant_id = 6) const uint BLOCK_TYPE2 = 0xffffffffu;
 const uint LANES = 32, ROWS = 8, INVOCATIONS = 256;
 layout(local_size_x = 256) in;  // LANES * ROWS
 
 #include "load.glsl"
+#include "ggml_blocks.glsl"
 
 // Each weight buffer seen as 16-byte pieces and as words.
 layout(std430, binding = 0) readonly buffer Weights0 { uvec4 weights0[]; };  // [rows0, n_in]
@@ -71,9 +78,18 @@ layout(std430, binding = 16) coherent buffer HeadRows { uint head_rows[]; };    
 
 layout(push_constant) uniform ModelMatvecPush { MODEL_MATVEC_FIELDS } pc;
 
-DEFINE_LOAD8(load0, weights0)
-DEFINE_LOAD8(load1, weights1)
-DEFINE_LOAD8(load2, weights2)
+DEFINE_LOAD8(plain_load0, weights0)
+DEFINE_LOAD8(plain_load1, weights1)
+DEFINE_LOAD8(plain_load2, weights2)
+DEFINE_BLOCK_LOAD8(block_load0, words0, BLOCK_TYPE0)
+DEFINE_BLOCK_LOAD8(block_load1, words1, BLOCK_TYPE1)
+DEFINE_BLOCK_LOAD8(block_load2, words2, BLOCK_TYPE2)
+// Eight values of a matrix at element e (a multiple of 8), in either form.
+// (Block types' rows are whole blocks of 32 or more: the odd rows' walk over
+// words never meets them.)
+void load0(uint e, out vec4 lo, out vec4 hi) { if (BLOCK_TYPE0 == GGML_PLAIN) plain_load0(e, lo, hi); else block_load0(e, lo, hi); }
+void load1(uint e, out vec4 lo, out vec4 hi) { if (BLOCK_TYPE1 == GGML_PLAIN) plain_load1(e, lo, hi); else block_load1(e, lo, hi); }
+void load2(uint e, out vec4 lo, out vec4 hi) { if (BLOCK_TYPE2 == GGML_PLAIN) plain_load2(e, lo, hi); else block_load2(e, lo, hi); }
 
 shared float partial[ROWS][LANES];
 shared float squares[INVOCATIONS];        // a subgroup's sum each

@@ -110,6 +110,8 @@ expect 0 "ppl with dense and quest, both regimes" -- "$kvscope" --debug-sync ppl
   --methods dense,quest --budgets 32 --regime both --chunk 64 --json "$work/p.json"
 grep -q '"perplexity"' "$work/p.json" && [ "$(grep -c '"regime"' "$work/p.json")" = 4 ] ||
   { echo "FAIL: ppl's JSON lacks a run"; failures=$((failures + 1)); }
+[ "$(grep -cE '^(dense|quest) +[-0-9]+ +(decode|prefill) +[0-9.]+ +[0-9.]+$' "$work/out")" = 4 ] ||
+  { echo "FAIL: ppl's table lacks a row:"; cat "$work/out"; failures=$((failures + 1)); }
 # A method really in the loop changes what the model says: StreamingLLM at 16
 # keys loses the passkey that dense finds.
 expect 0 "speed in decode with dense and streaming" -- "$kvscope" --debug-sync speed --model "$debian5m" --length 300 \

@@ -17,6 +17,7 @@ dest=$cache/$version
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 g++ -std=c++20 -O2 -I"$repo/engine" -I"$dest/include" "$repo/tests/ggml_blocks_oracle.cpp" \
-  "$repo/engine/formats/ggml_blocks.cpp" -L"$dest/lib" -l:libggml-base.so -Wl,-rpath,"$dest/lib" -o "$work/oracle" ||
+  "$repo/engine/formats/ggml_blocks.cpp" "$repo/engine/formats/ggml_quantize.cpp" -L"$dest/lib" -l:libggml-base.so \
+  -Wl,-rpath,"$dest/lib" -o "$work/oracle" ||
   { echo "FAIL: the oracle did not build"; exit 1; }
 "$work/oracle"

@@ -6,8 +6,10 @@
 # of `kvscope generate --model config.json --random-weights` with the same
 # seed and the tokenizer.json written beside it: every tensor read with its
 # shape and type, the q and k rows' permutation undone by the GGUF reader's
-# RoPE pairs, the metadata giving the config back. A Qwen2 file, which
-# llama.cpp reads and kvscope does not, is refused in one line.
+# RoPE pairs, the metadata giving the config back. With `--type T` (Q8_0,
+# Q4_K, Q6_K on a Llama whose rows are whole 256-value blocks) the file's
+# blocks must be the draw of `--random-weights --weight-type T`. A Qwen2 file,
+# which llama.cpp reads and kvscope does not, is refused in one line.
 #   gguf_writer_test.sh KVSCOPE [PYTHON]
 set -u
 kvscope=$(realpath "$1")
@@ -19,20 +21,22 @@ trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/expect.sh"
 "$python" -c "import numpy" 2>/dev/null || { echo "SKIP: $python has no numpy (python3-numpy)"; exit 77; }
 
-# same_model NAME SEED CONFIG_JSON: the GGUF file's run against the config's random-weights run.
+# same_model NAME SEED CONFIG_JSON [TYPE]: the GGUF file's run against the config's random-weights run,
+# the matrices F16 or ggml's TYPE blocks in both.
 same_model() {
-  local name=$1 seed=$2 dir=$work/$1
+  local name=$1 seed=$2 dir=$work/$1 typed=()
+  if [ -n "${4:-}" ]; then typed=(--weight-type "$4"); fi
   mkdir -p "$dir"
   echo "$3" >"$dir/config.json"
   expect 0 "$name: write_gguf.py" -- "$python" "$writer" "$dir/config.json" "$dir/model.gguf" --seed "$seed" \
-    --jobs 2 --tokenizer-json "$dir/tokenizer.json"
+    --jobs 2 --tokenizer-json "$dir/tokenizer.json" --type "${4:-f16}"
   local prompt
   prompt=$(printf 'The quick brown fox jumps over the lazy dog, %s times. ' {1..12})
   expect 0 "$name: kvscope generate on the GGUF file" -- "$kvscope" generate --model "$dir/model.gguf" --prompt "$prompt" \
     --steps 6 --json "$dir/gguf.json" --logits "$dir/gguf.safetensors"
-  expect 0 "$name: kvscope generate on the config, --random-weights --seed $seed" -- "$kvscope" generate \
-    --model "$dir/config.json" --random-weights --seed "$seed" --prompt "$prompt" --steps 6 --json "$dir/random.json" \
-    --logits "$dir/random.safetensors"
+  expect 0 "$name: kvscope generate on the config, --random-weights --seed $seed${4:+ --weight-type $4}" -- "$kvscope" \
+    generate --model "$dir/config.json" --random-weights --seed "$seed" ${typed[@]+"${typed[@]}"} \
+    --prompt "$prompt" --steps 6 --json "$dir/random.json" --logits "$dir/random.safetensors"
   if "$python" - "$dir" <<'EOF'; then echo "ok: $name: the same tokens and logits"; passes=$((passes + 1)); else fail "$name: the runs differ"; fi
 import json, struct, sys
 import numpy as np
@@ -66,6 +70,13 @@ same_model llama3 7 '{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, 
   "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": true,
   "bos_token_id": 256, "eos_token_id": [257, 258], "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0,
   "high_freq_factor": 4.0, "original_max_position_embeddings": 64, "rope_type": "llama3"}}'
+# Rows of 256 and 512 values: whole blocks of every type, the K types' 256 included.
+blocks='{"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "intermediate_size": 512,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 320,
+  "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}'
+same_model q8_0 3 "$blocks" q8_0
+same_model q4_k 5 "$blocks" q4_k
+same_model q6_k 0 "$blocks" q6_k
 
 echo '{"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1,
   "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 4096,

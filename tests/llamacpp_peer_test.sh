@@ -4,7 +4,9 @@
 # (write_gguf.py) for its time to the first token, decode ms/token and one
 # layer's MUL_MAT and FLASH_ATTN_EXT, its JSON checked; kvscope then runs the
 # same file, and compare.py puts the two side by side; the peer's --quantize
-# writes the file as Q4_K_M and Q8_0, which kvscope then runs. Exit 77 (ctest:
+# writes the file as Q4_K_M and Q8_0, which kvscope then runs; the quantized
+# files of tests/data/llamacpp_quantized/ are made again, must be the committed
+# ones, and kvscope is held to llama.cpp's live logits on them. Exit 77 (ctest:
 # skipped) where the libraries are not in the cache: tools/peers/llamacpp/
 # install.sh fetches them from npm, which kvscope's build and CI never do.
 #   llamacpp_peer_test.sh KVSCOPE [PYTHON]
@@ -68,9 +70,29 @@ for type in Q4_K_M Q8_0; do
   expect 0 "kvscope runs llama.cpp's $type file" -- "$kvscope" speed --model "$work/tiny_$type.gguf" --length 256 --chunk 128 \
     --rounds 1 --steps 2 --methods dense
 done
+# record_quantized_fixtures.sh into a temporary folder: kvscope against llama.cpp's logits of this run.
+expect 0 "record_quantized_fixtures.sh quantizes and records llama.cpp's logits" -- \
+  "$peers/record_quantized_fixtures.sh" "$kvscope" "$python" "$work/quantized"
+if "$repo/tests/llamacpp_quantized_test.sh" "$kvscope" "$python" "$work/quantized" >"$work/quantized.log" 2>&1; then
+  echo "ok: kvscope's logits are llama.cpp's live ones on its Q8_0, Q4_0, Q4_K_M and Q6_K files"
+  passes=$((passes + 1))
+else
+  fail "kvscope's logits against llama.cpp's live ones:"; cat "$work/quantized.log"
+fi
+if "$python" - "$work/quantized/logits.json" "$repo/tests/data/llamacpp_quantized/logits.json" <<'EOF'; then
+import json, sys
+fresh, committed = (json.load(open(p))["files"] for p in sys.argv[1:])
+sys.exit(any(fresh[f]["sha256"] != committed[f]["sha256"] for f in fresh))
+EOF
+  echo "ok: tests/data/llamacpp_quantized/ holds the files the recorder makes"; passes=$((passes + 1))
+else
+  fail "tests/data/llamacpp_quantized/ is not what record_quantized_fixtures.sh makes now: run it again"
+fi
 expect 1 "the peer names the devices when none matches" -- "$peer" --model "$work/tiny.gguf" --device no-such-gpu
 grep -q "no Vulkan device named like 'no-such-gpu' (there are: .*llvmpipe" "$work/err" || fail "the error does not list the devices"
 expect 2 "the peer refuses a missing file in one line" -- "$peer" --model "$work/none.gguf"
+expect 2 "the peer refuses a token id that is not one in one line" -- "$peer" --model "$work/tiny.gguf" --logits 3,x \
+  "$work/logits.json"
 
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "base/half.h"
+#include "formats/ggml_blocks.h"
 #include "io/capture.h"
 #include "model/kernels.h"
 #include "model/random_weights.h"
@@ -67,6 +70,13 @@ Stored stored(DType dtype, const std::vector<float>& values) {
   return s;
 }
 
+// A matrix in the storage type on the device, from its bytes.
+model::DeviceMatrix plain_matrix(const std::vector<std::byte>& bytes) {
+  model::DeviceMatrix m{vk::Buffer(test::device(), bytes.size()), std::nullopt};
+  m.buffer.upload(bytes);
+  return m;
+}
+
 class ModelOpsByType : public ModelOpsTest, public ::testing::WithParamInterface<DType> {
  protected:
   // y[t] (+)= W x[t] (+ bias) through `kernels` against float64 on fresh
@@ -84,8 +94,8 @@ class ModelOpsByType : public ModelOpsTest, public ::testing::WithParamInterface
     const Stored x_stored = stored(half_input ? DType::f16 : DType::f32, gaussian(size_t(n_tokens) * n_in));
     const std::vector<float>& x = x_stored.values;
     const std::vector<float> b = gaussian(n_out), y0 = gaussian(size_t(n_tokens) * n_out);
-    vk::Buffer w_buffer(test::device(), w.bytes.size()), x_buffer(test::device(), x_stored.bytes.size());
-    w_buffer.upload(w.bytes);
+    const model::DeviceMatrix w_buffer = plain_matrix(w.bytes);
+    vk::Buffer x_buffer(test::device(), x_stored.bytes.size());
     x_buffer.upload(x_stored.bytes);
     const vk::Buffer b_buffer = floats(b);
     vk::Buffer y = residual ? floats(y0) : poisoned(y0.size() * 4);
@@ -118,8 +128,8 @@ TEST_P(ModelOpsByType, EmbedWidensEachTokensRow) {
   const uint32_t vocab = 37, hidden = 24;
   const std::vector<int32_t> tokens{5, 0, 36, 5, 17};
   const Stored table = stored(dtype, gaussian(size_t(vocab) * hidden));
-  vk::Buffer table_buffer(test::device(), table.bytes.size()), token_buffer(test::device(), tokens.size() * 4);
-  table_buffer.upload(table.bytes);
+  const model::DeviceMatrix table_buffer = plain_matrix(table.bytes);
+  vk::Buffer token_buffer(test::device(), tokens.size() * 4);
   token_buffer.upload_values<int32_t>(tokens);
   vk::Buffer x = poisoned(tokens.size() * hidden * 4);
   model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
@@ -215,13 +225,13 @@ TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
           const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight);
           std::vector<Stored> w;
           std::vector<std::vector<float>> b, y0;
-          std::vector<vk::Buffer> w_buffers, b_buffers, y_buffers;
+          std::vector<model::DeviceMatrix> w_buffers;
+          std::vector<vk::Buffer> b_buffers, y_buffers;
           for (uint32_t r : rows) {
             w.push_back(stored(dtype, gaussian(size_t(r) * n_in, 0.2)));
             b.push_back(gaussian(r));
             y0.push_back(gaussian(r));
-            w_buffers.emplace_back(test::device(), w.back().bytes.size());
-            w_buffers.back().upload(w.back().bytes);
+            w_buffers.push_back(plain_matrix(w.back().bytes));
             b_buffers.push_back(floats(b.back()));
             y_buffers.push_back(accumulate ? floats(y0.back()) : poisoned(r * 4));
           }
@@ -296,11 +306,11 @@ TEST_P(ModelOpsByType, TokenLinearRopeMatchesTwoDispatches) {
         }
         const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight), rotation_buffer = floats(rotations);
         const uint32_t rows[3] = {H * d, G * d, G * d};
-        std::vector<vk::Buffer> w_buffers, b_buffers, y_buffers;
+        std::vector<model::DeviceMatrix> w_buffers;
+        std::vector<vk::Buffer> b_buffers, y_buffers;
         for (uint32_t r : rows) {
           const Stored w = stored(dtype, gaussian(size_t(r) * n_in, 0.2));
-          w_buffers.emplace_back(test::device(), w.bytes.size());
-          w_buffers.back().upload(w.bytes);
+          w_buffers.push_back(plain_matrix(w.bytes));
           b_buffers.push_back(floats(gaussian(r)));
           y_buffers.push_back(poisoned(r * 4));
         }
@@ -423,11 +433,11 @@ TEST_P(ModelOpsByType, RandomFillMatchesItsHostTwin) {
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const size_t count = 4096 * 256 * 2 * 2 + 6;  // past 4096 workgroups' first pass, in every type
   const std::vector<std::byte> want = model::random_weight_bytes(dtype, key, count);
-  vk::Buffer weights = poisoned((want.size() + 3) / 4 * 4);
+  model::DeviceMatrix weights{poisoned((want.size() + 3) / 4 * 4), std::nullopt};
   const model::ModelKernels kernels(test::device(), dtype, MatrixKernels::none);
   run([&](vk::Pass& pass) { kernels.random_fill(pass, weights, key); });
   std::vector<std::byte> got(want.size());
-  weights.download(got);
+  weights.buffer.download(got);
   ASSERT_TRUE(got == want) << "the device's random weights differ from the host twin's";
   const std::vector<float> values = to_float(dtype, want);
   double sum = 0, squares = 0;
@@ -438,6 +448,257 @@ TEST_P(ModelOpsByType, RandomFillMatchesItsHostTwin) {
 
 INSTANTIATE_TEST_SUITE_P(Types, ModelOpsByType, ::testing::Values(DType::f32, DType::f16, DType::bf16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The kernels that read weights, on matrices of ggml blocks (a quantized
+// file's, fp16 storage): random bytes in every field, each fp16 scale a
+// random finite value, held to float64 over formats::dequantize's values (the
+// CPU reference, bit for bit ggml's own: test_ggml_blocks.cpp).
+using formats::GgmlType;
+class BlockOpsTest : public ModelOpsTest {
+ protected:
+  formats::BlockLayout layout(GgmlType type) const { return *formats::block_layout(uint32_t(type)); }
+  // `values` (whole blocks) of random blocks: the scales' signs, sizes
+  // (2^-18 .. 2^-4, subnormal ones too) and zeros drawn, so that a widened
+  // value stays within fp16.
+  std::vector<std::byte> random_blocks(GgmlType type, size_t values) {
+    const formats::BlockLayout l = layout(type);
+    std::vector<std::byte> bytes(values / l.elements * l.bytes);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (std::byte& b : bytes) b = std::byte(byte(rng_));
+    std::vector<uint32_t> scales;  // the fp16 scales' offsets in a block
+    switch (type) {
+      case GgmlType::q4_1: case GgmlType::q5_1: case GgmlType::q4_k: case GgmlType::q5_k: scales = {0, 2}; break;
+      case GgmlType::q2_k: scales = {80, 82}; break;
+      case GgmlType::q3_k: scales = {108}; break;
+      case GgmlType::q6_k: scales = {208}; break;
+      default: scales = {0};
+    }
+    std::uniform_real_distribution<double> exponent(-18.0, -4.0);
+    for (size_t block = 0; block < bytes.size() / l.bytes; ++block)
+      for (uint32_t at : scales) {
+        const bool zero = byte(rng_) < 16, negative = byte(rng_) < 128;
+        const uint16_t h = zero ? 0 : float_to_half(float((negative ? -1 : 1) * std::exp2(exponent(rng_))));
+        bytes[block * l.bytes + at] = std::byte(h & 0xff);
+        bytes[block * l.bytes + at + 1] = std::byte(h >> 8);
+      }
+    return bytes;
+  }
+  model::DeviceMatrix blocks_on_device(GgmlType type, const std::vector<std::byte>& bytes) {
+    model::DeviceMatrix m{vk::Buffer(test::device(), (bytes.size() + 3) / 4 * 4 + 4), type};
+    m.buffer.fill(kPoison);
+    m.buffer.upload(bytes);
+    return m;
+  }
+  std::vector<float> dequantized(GgmlType type, const std::vector<std::byte>& bytes) {
+    std::vector<float> values(bytes.size() / layout(type).bytes * layout(type).elements);
+    formats::dequantize(type, bytes, values);
+    return values;
+  }
+  // Another type than `type` of the same block size, for products mixing types.
+  static GgmlType other(GgmlType type, int n) {
+    const bool k = formats::block_layout(uint32_t(type))->elements == 256;
+    const GgmlType k_types[] = {GgmlType::q6_k, GgmlType::q4_k, GgmlType::q3_k};
+    const GgmlType legacy[] = {GgmlType::q8_0, GgmlType::q4_1, GgmlType::q5_0};
+    return k ? k_types[n % 3] : legacy[n % 3];
+  }
+};
+
+class ModelOpsByBlocks : public BlockOpsTest, public ::testing::WithParamInterface<GgmlType> {};
+
+// A decode step's products of blocks read by model_matvec.comp itself (the
+// GPUs' path, turned on here): q, k and v of three types in one dispatch,
+// with biases and the input's RMSNorm, onto a residual; SwiGLU's gate and up
+// in two types; rows of 768 inputs (three 256-value blocks, 24 of 32), and
+// of 96 where every type has 32-value blocks. Every type in four mixes, each
+// a pipeline (lavapipe compiles one in 8-17 s: mixes, not a type a test),
+// the kernel's slices and 8.
+TEST_F(BlockOpsTest, TokenLinearReadsEveryTypeAsFloat64Does) {
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  model::ModelKernels kernels(test::device(), DType::f16, MatrixKernels::none);
+  kernels.set_matvec_reads_blocks(true);
+  const float eps = 1e-5f;
+  const GgmlType mixes[4][3] = {{GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1},
+                                {GgmlType::q5_0, GgmlType::q5_1, GgmlType::q2_k},
+                                {GgmlType::q3_k, GgmlType::q4_k, GgmlType::q3_k},   // gated too: (q3_k, q4_k), the same pipeline
+                                {GgmlType::q5_k, GgmlType::q6_k, GgmlType::q5_k}};
+  for (size_t mix = 0; mix < 4; ++mix)
+    for (uint32_t n_in : {768u, 96u})
+      for (uint32_t slices : {0u, 8u})
+        for (bool gated : {false, true})
+          for (bool norm : {false, true}) {
+            const GgmlType* types = mixes[mix];
+            if ((n_in == 96 && mix != 0) || (slices == 8 && mix != 0) || (gated && mix < 2)) continue;
+            SCOPED_TRACE(std::string(layout(types[0]).name) + ", " + layout(types[1]).name + ", " + layout(types[2]).name +
+                         ": inputs " + std::to_string(n_in) + ", slices " + std::to_string(slices) + (gated ? ", gated" : "") +
+                         (norm ? ", norm" : ""));
+            const std::vector<uint32_t> rows = gated ? std::vector<uint32_t>{37, 37} : std::vector<uint32_t>{37, 16, 9};
+            const std::vector<float> x = gaussian(n_in, 2.0), norm_weight = gaussian(n_in);
+            const vk::Buffer x_buffer = floats(x), norm_buffer = floats(norm_weight);
+            std::vector<std::vector<float>> w, b, y0;
+            std::vector<model::DeviceMatrix> w_buffers;
+            std::vector<vk::Buffer> b_buffers, y_buffers;
+            for (size_t i = 0; i < rows.size(); ++i) {
+              const std::vector<std::byte> bytes = random_blocks(types[i], size_t(rows[i]) * n_in);
+              w.push_back(dequantized(types[i], bytes));
+              w_buffers.push_back(blocks_on_device(types[i], bytes));
+              b.push_back(gaussian(rows[i]));
+              y0.push_back(gaussian(rows[i]));
+              b_buffers.push_back(floats(b.back()));
+              y_buffers.push_back(gated ? poisoned(rows[i] * 4) : floats(y0.back()));
+            }
+            std::vector<model::ModelKernels::TokenProjection> projections;
+            for (size_t i = 0; i < rows.size(); ++i)
+              projections.push_back({&w_buffers[i], &y_buffers[i], gated ? nullptr : &b_buffers[i], rows[i]});
+            run([&](vk::Pass& pass) {
+              kernels.token_linear(pass, projections, x_buffer, n_in, norm ? &norm_buffer : nullptr, eps, gated, !gated, "linear",
+                                   slices);
+            });
+            double squares = 0;
+            for (float v : x) squares += double(v) * v;
+            const double scale = norm ? 1 / std::sqrt(squares / n_in + eps) : 1.0;
+            auto product = [&](size_t i, uint32_t r) {
+              std::pair<double, double> sum{0, 0};
+              for (uint32_t k = 0; k < n_in; ++k) {
+                const double term = double(w[i][size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
+                sum.first += term;
+                sum.second += std::abs(term);
+              }
+              return sum;
+            };
+            // fp32 sums in any order, and each value within a rounding of the
+            // reference's (a fused multiply-add where ggml rounds twice).
+            if (gated) {
+              const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
+              for (uint32_t r = 0; r < rows[0]; ++r) {
+                const auto [g, g_size] = product(0, r);
+                const auto [u, u_size] = product(1, r);
+                const double silu = g / (1 + std::exp(-g));
+                ASSERT_NEAR(got[r], silu * u, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
+              }
+              continue;
+            }
+            for (size_t i = 0; i < rows.size(); ++i) {
+              const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
+              for (uint32_t r = 0; r < rows[i]; ++r) {
+                const auto [sum, size] = product(i, r);
+                ASSERT_NEAR(got[r], sum + b[i][r] + y0[i][r], 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r])) + 1e-30)
+                    << "matrix " << i << " row " << r;
+              }
+            }
+          }
+}
+
+// A product of blocks through linear(): a chunk's widened to fp16 in the
+// scratch (model_dequantize.comp), then the chunk kernels (the tile kernel,
+// and the tensor-core one where the device has it); one token's too on this
+// device's path (lavapipe: widened, then model_matvec in fp16).
+TEST_P(ModelOpsByBlocks, LinearMatchesFloat64) {
+  const GgmlType type = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_) + ", " + layout(type).name);
+  const uint32_t n_in = 512, n_out = 70;
+  const MatrixKernels fragments = test::device().khr_cooperative_matrix() ? MatrixKernels::cooperative_matrix_khr
+                                                                          : MatrixKernels::cooperative_matrix;
+  const std::vector<std::byte> bytes = random_blocks(type, size_t(n_out) * n_in);
+  const std::vector<float> w = dequantized(type, bytes);
+  const model::DeviceMatrix matrix = blocks_on_device(type, bytes);
+  for (bool on_matrices : {false, test::device().info().cooperative_matrix}) {
+    model::ModelKernels kernels(test::device(), DType::f16, on_matrices ? fragments : MatrixKernels::none);
+    kernels.reserve_widened(size_t(n_out) * n_in);
+    for (uint32_t n_tokens : {1u, 5u, 40u}) {
+      SCOPED_TRACE("tokens " + std::to_string(n_tokens) + (on_matrices ? ", tensor cores" : ""));
+      const std::vector<float> x = gaussian(size_t(n_tokens) * n_in), bias = gaussian(n_out);
+      const vk::Buffer x_buffer = floats(x), b_buffer = floats(bias);
+      vk::Buffer y = poisoned(size_t(n_tokens) * n_out * 4);
+      run([&](vk::Pass& pass) { kernels.linear(pass, matrix, x_buffer, y, &b_buffer, {n_tokens, n_in, n_out, 0, 0, 0}, "linear"); });
+      const std::vector<float> got = y.download_values<float>(size_t(n_tokens) * n_out);
+      // A chunk's weights rounded to fp16 first (2^-11 of each), and on tensor
+      // cores its inputs too; fp32 sums.
+      const bool widened = n_tokens > 1 || !kernels.matvec_reads_blocks();
+      const double tolerance = !widened ? 1e-5 : on_matrices && n_tokens > 1 ? 2.0 / 2048 + 1e-5 : 1.0 / 2048 + 1e-5;
+      for (uint32_t t = 0; t < n_tokens; ++t)
+        for (uint32_t r = 0; r < n_out; ++r) {
+          double want = bias[r], size = std::abs(bias[r]);
+          for (uint32_t k = 0; k < n_in; ++k) {
+            const double term = double(w[size_t(r) * n_in + k]) * x[size_t(t) * n_in + k];
+            want += term;
+            size += std::abs(term);
+          }
+          ASSERT_NEAR(got[size_t(t) * n_out + r], want, tolerance * size + 1e-30) << "token " << t << " row " << r;
+        }
+    }
+  }
+}
+
+// The embedding lookup of a table of blocks, and the chunk's widening to fp16:
+// every value within a rounding of the reference's, nothing past the end written.
+TEST_P(ModelOpsByBlocks, EmbedAndDequantizeMatchTheReference) {
+  const GgmlType type = GetParam();
+  SCOPED_TRACE("seed " + std::to_string(seed_) + ", " + layout(type).name);
+  const uint32_t vocab = 11, hidden = 512;
+  const std::vector<std::byte> bytes = random_blocks(type, size_t(vocab) * hidden);
+  const std::vector<float> table = dequantized(type, bytes);
+  const model::DeviceMatrix matrix = blocks_on_device(type, bytes);
+  const model::ModelKernels kernels(test::device(), DType::f16, MatrixKernels::none);
+  const std::vector<int32_t> tokens{3, 0, 10, 3, 7};
+  vk::Buffer token_buffer(test::device(), tokens.size() * 4);
+  token_buffer.upload_values<int32_t>(tokens);
+  vk::Buffer x = poisoned(tokens.size() * hidden * 4), widened = poisoned(table.size() * 2 + 16);
+  run([&](vk::Pass& pass) {
+    kernels.embed(pass, matrix, token_buffer, x, uint32_t(tokens.size()), hidden);
+    kernels.dequantize(pass, matrix, widened, table.size());
+  });
+  // A value's rounding against the block's scales: 2^-22 of the row's largest.
+  auto largest = [&](size_t row) {
+    float m = 0;
+    for (uint32_t c = 0; c < hidden; ++c) m = std::max(m, std::abs(table[row * hidden + c]));
+    return double(m);
+  };
+  const std::vector<float> got = x.download_values<float>(tokens.size() * hidden);
+  for (size_t t = 0; t < tokens.size(); ++t)
+    for (uint32_t c = 0; c < hidden; ++c)
+      ASSERT_NEAR(got[t * hidden + c], table[size_t(tokens[t]) * hidden + c], largest(size_t(tokens[t])) * 0x1p-22 + 1e-30)
+          << "token " << t << " channel " << c;
+  std::vector<std::byte> raw(widened.bytes());
+  widened.download(raw);
+  for (size_t i = 0; i < table.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, raw.data() + 2 * i, 2);
+    // fp16's rounding: 2^-11 of the value, or half its smallest step (2^-25).
+    ASSERT_NEAR(half_to_float(h), table[i], std::abs(table[i]) * 0x1p-11 + largest(i / hidden) * 0x1p-22 + 0x1p-25) << "value " << i;
+  }
+  for (size_t i = table.size() * 2; i < raw.size(); ++i) ASSERT_EQ(raw[i], std::byte(0xff)) << "byte " << i << " past the matrix";
+}
+
+// Random weights drawn as blocks on the device, bit for bit the host twin's
+// (write_gguf.py's --type draws the same), over more than one grid-stride
+// pass; their values finite and within the fixed scales' reach.
+TEST_P(ModelOpsByBlocks, RandomFillMatchesItsHostTwin) {
+  const GgmlType type = GetParam();
+  const uint32_t key = model::random_weight_key(seed_, 9);
+  SCOPED_TRACE("seed " + std::to_string(seed_) + ", " + layout(type).name);
+  const size_t values = size_t(4096) * 256 * 4 * 2, bytes = values / layout(type).elements * layout(type).bytes;
+  const std::vector<std::byte> want = model::random_block_bytes(type, key, bytes);
+  model::DeviceMatrix weights{poisoned(bytes), type};
+  const model::ModelKernels kernels(test::device(), DType::f16, MatrixKernels::none);
+  run([&](vk::Pass& pass) { kernels.random_fill(pass, weights, key); });
+  std::vector<std::byte> got(bytes);
+  weights.buffer.download(got);
+  ASSERT_TRUE(got == want) << "the device's random blocks differ from the host twin's";
+  std::vector<float> v(values);
+  formats::dequantize(type, want, v);
+  double squares = 0;
+  for (float value : v) {
+    ASSERT_TRUE(std::isfinite(value));
+    ASSERT_LT(std::abs(value), 0.5);
+    squares += double(value) * value;
+  }
+  EXPECT_GT(std::sqrt(squares / double(values)), 1e-3);  // not all zero: the fp16 draw's scale is 0.018
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, ModelOpsByBlocks,
+                         ::testing::Values(GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_1, GgmlType::q5_0, GgmlType::q5_1,
+                                           GgmlType::q2_k, GgmlType::q3_k, GgmlType::q4_k, GgmlType::q5_k, GgmlType::q6_k),
+                         [](const auto& info) { return std::string(formats::block_layout(uint32_t(info.param))->name); });
 
 // Four rows of 300 channels (more than a workgroup's 256 lanes), the last
 // three normalised: y[t] = x[1 + t] / sqrt(mean(x^2) + eps) * w.

@@ -1,16 +1,17 @@
 #include "model/checkpoint.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 
 #include "base/error.h"
 #include "base/half.h"
+#include "formats/ggml_quantize.h"
 #include "model/files.h"
 #include "model/gguf.h"
 
@@ -90,6 +91,31 @@ std::string shape_text(const std::vector<uint64_t>& shape) {
 
 bool is_float_type(DType dtype) { return dtype == DType::f16 || dtype == DType::bf16 || dtype == DType::f32; }
 
+// The type of a matrix under `type`: its role ("v", "down", "head", or any
+// other), its layer, and whether its rows are whole blocks of 256 (for a K
+// type; stand_in: llama.cpp's 32-value replacement where not, else none).
+std::optional<formats::GgmlType> matrix_type(const WeightType& type, const std::string& role, uint32_t layer, uint32_t layers,
+                                             uint64_t row, bool stand_in) {
+  formats::GgmlType t = type.blocks;
+  if (type.k_m_mix) {
+    const uint32_t eighth = layers / 8;  // llama.cpp's use_more_bits
+    const bool more_bits = layer < eighth || layer >= 7 * layers / 8 || (layer - eighth) % 3 == 2;
+    if (role == "head" || ((role == "v" || role == "down") && more_bits)) t = formats::GgmlType::q6_k;
+  }
+  const formats::BlockLayout layout = *formats::block_layout(uint32_t(t));
+  if (row % layout.elements == 0) return t;
+  if (!stand_in) return std::nullopt;
+  switch (t) {
+    case formats::GgmlType::q4_k: t = formats::GgmlType::q5_0; break;
+    case formats::GgmlType::q5_k: t = formats::GgmlType::q5_1; break;
+    case formats::GgmlType::q6_k: t = formats::GgmlType::q8_0; break;
+    case formats::GgmlType::q2_k:
+    case formats::GgmlType::q3_k: t = formats::GgmlType::q4_0; break;
+    default: return std::nullopt;
+  }
+  return row % 32 == 0 ? std::optional(t) : std::nullopt;
+}
+
 // llama2.c's header: seven int32 (run.c's Config), the vocabulary's sign
 // saying whether the classifier shares the embedding.
 struct Llama2cHeader {
@@ -163,11 +189,93 @@ uint64_t Weight::count() const {
   return n;
 }
 
-Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) {
+std::string WeightType::name() const {
+  return std::string(formats::block_layout(uint32_t(blocks))->name) + (k_m_mix ? "_M" : "");
+}
+
+std::optional<WeightType> parse_weight_type(const std::string& text) {
+  std::string upper = text;
+  for (char& ch : upper) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  if (upper == "F16") return std::nullopt;
+  const bool mix = upper == "Q4_K_M" || upper == "Q5_K_M";
+  const std::string base = mix ? upper.substr(0, 4) : upper;
+  for (uint32_t number = 2; number < 15; ++number) {
+    const auto layout = formats::block_layout(number);
+    if (layout && layout->elements > 1 && base == layout->name) return WeightType{layout->type, mix};
+  }
+  throw InputError("--weight-type: '" + text + "' is none of f16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, "
+                   "q4_k_m, q5_k_m");
+}
+
+void Checkpoint::quantize(const WeightType& type) {
+  if (random_) throw std::logic_error("Checkpoint::quantize of random weights: Checkpoint::random draws them as blocks");
+  for (const Weight* w : matrices())
+    if (w->blocks)
+      throw InputError("--weight-type " + type.name() + ": " + source_ + " is quantized already (" + matrix_types() + ")");
+  const uint32_t layers = config_.layers;
+  auto convert = [&](Weight& w, const std::string& role, uint32_t layer) {
+    const auto t = matrix_type(type, role, layer, layers, w.shape.back(), true);
+    if (!t)
+      throw InputError("--weight-type " + type.name() + ": " + w.name + "'s rows of " + std::to_string(w.shape.back()) +
+                       " values are not whole blocks of 32");
+    const std::vector<float> values = to_floats(w);
+    converted_.push_back(formats::quantize(*t, values));
+    w.data = converted_.back();
+    w.dtype = DType::f16;
+    w.blocks = *t;
+  };
+  // The embedding is the LM head where they are tied (llama.cpp's token_embd then takes the head's type).
+  convert(embedding_, tied() ? "head" : "embedding", 0);
+  if (!tied()) convert(lm_head_, "head", 0);
+  for (uint32_t l = 0; l < layers; ++l) {
+    LayerWeights& w = layers_[l];
+    convert(w.wq, "q", l);
+    convert(w.wk, "k", l);
+    convert(w.wv, "v", l);
+    convert(w.wo, "o", l);
+    convert(w.w_gate, "gate", l);
+    convert(w.w_up, "up", l);
+    convert(w.w_down, "down", l);
+  }
+  source_ += " as " + type.name();
+  check_shapes();
+}
+
+uint64_t Weight::bytes() const {
+  if (!blocks) return count() * dtype_size(dtype);
+  const formats::BlockLayout layout = *formats::block_layout(uint32_t(*blocks));
+  return count() / layout.elements * layout.bytes;
+}
+
+std::vector<const Weight*> Checkpoint::matrices() const {
+  std::vector<const Weight*> all{&embedding_};
+  if (lm_head_.present()) all.push_back(&lm_head_);
+  for (const LayerWeights& w : layers_)
+    for (const Weight* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) all.push_back(m);
+  return all;
+}
+
+uint64_t Checkpoint::matrix_bytes() const {
+  uint64_t total = 0;
+  for (const Weight* w : matrices()) total += w->bytes();
+  return total;
+}
+
+std::string Checkpoint::matrix_types() const {
+  std::map<std::string, uint32_t> counts;
+  for (const Weight* w : matrices())
+    ++counts[w->blocks ? formats::block_layout(uint32_t(*w->blocks))->name : dtype_name(w->dtype)];
+  std::string text;
+  for (const auto& [name, n] : counts) text += (text.empty() ? "" : ", ") + name + (counts.size() > 1 ? " x " + std::to_string(n) : "");
+  return text;
+}
+
+Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed, const std::optional<WeightType>& blocks) {
   const std::filesystem::path config_json = std::filesystem::is_directory(path) ? path / "config.json" : path;
   Checkpoint c;
   c.config_ = read_hf_config(config_json);
-  c.source_ = config_json.string() + " with random weights (seed " + std::to_string(seed) + ")";
+  c.source_ = config_json.string() + " with random weights (seed " + std::to_string(seed) +
+              (blocks ? ", " + blocks->name() : std::string()) + ")";
   c.random_ = true;
   c.seed_ = seed;
   c.configured_positions_ = c.config_.max_positions;
@@ -186,21 +294,30 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
   auto floats = [&](const std::string& name, uint64_t first, uint64_t n) {
     return Weight{name, DType::f32, {n}, all.subspan(first * sizeof(float), n * sizeof(float))};
   };
-  auto matrix = [&](const std::string& name, uint64_t rows, uint64_t columns) {
-    return Weight{name, DType::f16, {rows, columns}, {}};
+  // Random blocks take no stand-in type: a shape is timed as it is or refused.
+  auto matrix = [&](const std::string& name, uint64_t rows, uint64_t columns, const std::string& role = "",
+                    uint32_t layer = 0) {
+    std::optional<formats::GgmlType> t;
+    if (blocks) {
+      t = matrix_type(*blocks, role, layer, c.config_.layers, columns, false);
+      if (!t)
+        throw InputError("--weight-type " + blocks->name() + ": " + name + "'s rows of " + std::to_string(columns) +
+                         " values are not whole blocks of " + std::to_string(formats::block_layout(uint32_t(blocks->blocks))->elements));
+    }
+    return Weight{name, DType::f16, {rows, columns}, {}, t};
   };
-  c.embedding_ = matrix("model.embed_tokens.weight", m.vocab, hidden);
+  c.embedding_ = matrix("model.embed_tokens.weight", m.vocab, hidden, m.tied_embeddings ? "head" : "embedding");
   c.final_norm_ = floats("model.norm.weight", 0, hidden);
-  if (!m.tied_embeddings) c.lm_head_ = matrix("lm_head.weight", m.vocab, hidden);
+  if (!m.tied_embeddings) c.lm_head_ = matrix("lm_head.weight", m.vocab, hidden, "head");
   for (uint32_t l = 0; l < m.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     LayerWeights w;
     w.attention_norm = floats(p + "input_layernorm.weight", hidden * (1 + 2 * uint64_t(l)), hidden);
     w.mlp_norm = floats(p + "post_attention_layernorm.weight", hidden * (2 + 2 * uint64_t(l)), hidden);
-    w.wq = matrix(p + "self_attn.q_proj.weight", q_dim, hidden);
-    w.wk = matrix(p + "self_attn.k_proj.weight", kv_dim, hidden);
-    w.wv = matrix(p + "self_attn.v_proj.weight", kv_dim, hidden);
-    w.wo = matrix(p + "self_attn.o_proj.weight", hidden, q_dim);
+    w.wq = matrix(p + "self_attn.q_proj.weight", q_dim, hidden, "q", l);
+    w.wk = matrix(p + "self_attn.k_proj.weight", kv_dim, hidden, "k", l);
+    w.wv = matrix(p + "self_attn.v_proj.weight", kv_dim, hidden, "v", l);
+    w.wo = matrix(p + "self_attn.o_proj.weight", hidden, q_dim, "o", l);
     if (m.qk_norm) {  // every head's norm is the same ones
       w.q_norm = floats(p + "self_attn.q_norm.weight", hidden * (2 * uint64_t(m.layers) + 1), m.head_dim);
       w.k_norm = floats(p + "self_attn.k_norm.weight", hidden * (2 * uint64_t(m.layers) + 1), m.head_dim);
@@ -210,9 +327,9 @@ Checkpoint Checkpoint::random(const std::filesystem::path& path, uint32_t seed) 
       w.bk = floats(p + "self_attn.k_proj.bias", ones + q_dim, kv_dim);
       w.bv = floats(p + "self_attn.v_proj.bias", ones + q_dim + kv_dim, kv_dim);
     }
-    w.w_gate = matrix(p + "mlp.gate_proj.weight", m.intermediate, hidden);
-    w.w_up = matrix(p + "mlp.up_proj.weight", m.intermediate, hidden);
-    w.w_down = matrix(p + "mlp.down_proj.weight", hidden, m.intermediate);
+    w.w_gate = matrix(p + "mlp.gate_proj.weight", m.intermediate, hidden, "gate", l);
+    w.w_up = matrix(p + "mlp.up_proj.weight", m.intermediate, hidden, "up", l);
+    w.w_down = matrix(p + "mlp.down_proj.weight", hidden, m.intermediate, "down", l);
     c.layers_.push_back(w);
   }
   c.check_shapes();
@@ -226,34 +343,18 @@ Checkpoint Checkpoint::from_gguf(std::vector<std::byte> bytes, const std::string
   return c;
 }
 
-// A block-quantized tensor's values as fp16 (each rounded once from ggml's
-// own dequantization, formats::dequantize), owned by the checkpoint: the
-// engine's kernels take 16-bit weights, and keeping the blocks on the GPU is
-// not done yet.
-std::span<const std::byte> Checkpoint::widen(const GgufTensor& t) {
-  const formats::BlockLayout layout = *formats::block_layout(uint32_t(t.type));
-  uint64_t count = 1;
-  for (uint64_t d : t.dims) count *= d;
-  std::vector<std::byte>& out = widened_.emplace_back(count * 2);
-  const uint64_t row = t.dims[0], row_bytes = row / layout.elements * layout.bytes, rows = count / row;
-  // Rows in slices a thread: an 8B model's 2.5 ns a value is 20 s on one core.
-  const uint64_t threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::max<uint64_t>(1, rows / 16));
-  auto widen_rows = [&](uint64_t first, uint64_t end) {
-    std::vector<float> values(row);
-    for (uint64_t r = first; r < end; ++r) {
-      formats::dequantize(t.type, t.data.subspan(r * row_bytes, row_bytes), values);
-      for (uint64_t i = 0; i < row; ++i) {
-        const uint16_t h = float_to_half(values[i]);
-        std::memcpy(out.data() + (r * row + i) * 2, &h, 2);
-      }
-    }
-  };
-  {
-    std::vector<std::jthread> workers;
-    for (uint64_t k = 1; k < threads; ++k) workers.emplace_back(widen_rows, rows * k / threads, rows * (k + 1) / threads);
-    widen_rows(0, rows / threads);
+// A plain matrix of a quantized file as fp16, the type the blocks' values
+// are computed in (a file may keep a few matrices in F32 or F16 beside its
+// blocks: llama.cpp's quantizer leaves what it cannot block).
+void Checkpoint::to_half(Weight& weight) {
+  const std::vector<float> values = to_floats(weight);
+  std::vector<std::byte>& out = converted_.emplace_back(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = float_to_half(values[i]);
+    std::memcpy(out.data() + i * 2, &h, 2);
   }
-  return out;
+  weight.dtype = DType::f16;
+  weight.data = out;
 }
 
 void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& source) {
@@ -275,7 +376,7 @@ void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& 
     if (t.type == GgufType::f16) return Weight{name, DType::f16, shape, t.data};
     if (t.type == GgufType::bf16) return Weight{name, DType::bf16, shape, t.data};
     if (t.type == GgufType::f32) return Weight{name, DType::f32, shape, t.data};
-    return Weight{name, DType::f16, shape, c.widen(t)};
+    return Weight{name, DType::f16, shape, t.data, t.type};
   };
   c.embedding_ = get("token_embd.weight");
   c.final_norm_ = get("output_norm.weight");
@@ -294,6 +395,10 @@ void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& 
     w.w_down = get(p + "ffn_down.weight");
     c.layers_.push_back(w);
   }
+  const std::vector<const Weight*> all = c.matrices();
+  if (std::any_of(all.begin(), all.end(), [](const Weight* w) { return w->blocks.has_value(); }))
+    for (const Weight* w : all)
+      if (!w->blocks && w->dtype != DType::f16) c.to_half(const_cast<Weight&>(*w));
   c.check_shapes();
 }
 
@@ -412,6 +517,12 @@ void Checkpoint::check_shapes() {
 }
 
 std::vector<float> to_floats(const Weight& weight) {
+  if (weight.blocks) {
+    if (weight.data.empty()) return {};  // random blocks live on the device only, as random fp16 matrices do
+    std::vector<float> out(weight.count());
+    formats::dequantize(*weight.blocks, weight.data, out);
+    return out;
+  }
   const size_t count = weight.data.size() / dtype_size(weight.dtype);
   std::vector<float> out(count);
   for (size_t i = 0; i < count; ++i) {

@@ -11,6 +11,7 @@
 #include "kernels/element_type.h"
 #include "kernels/layer_kernel.h"
 #include "model_argmax.spv.h"
+#include "model_dequantize.spv.h"
 #include "model_embed.spv.h"
 #include "model_matmul.spv.h"
 #include "model_matmul_cm2.spv.h"
@@ -47,6 +48,10 @@ constexpr uint32_t kMaxGroups = 65535;
 constexpr uint32_t kCm2HeadStep = 64;
 constexpr size_t kPartialFloats = size_t(2 * kWorkgroupsToFill) * kMatrixRows * kMatrixTokens;
 
+// ggml_blocks.glsl's GGML_PLAIN: a matrix in the storage type.
+constexpr uint32_t kPlain = 0xffffffffu;
+uint32_t block_constant(const DeviceMatrix& m) { return m.blocks ? uint32_t(*m.blocks) : kPlain; }
+
 vk::Buffer zero_float(const vk::Device& device) {
   vk::Buffer buffer(device, sizeof(float));
   buffer.fill(0);
@@ -68,8 +73,6 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
     : device_(device),
       storage_(storage),
       linear_kernels_(linear_kernels),
-      embed_(device, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
-             std::vector<uint32_t>{element_type(storage)}),
       rmsnorm_(device, "model_rmsnorm", model_rmsnorm_spirv, {3, sizeof(layouts::ModelRmsNormPush)}, {}),
       matmul_(device, "model_matmul", model_matmul_spirv, {4, sizeof(layouts::ModelMatmulPush)},
               std::vector<uint32_t>{element_type(storage), kTileRows, kTileTokens, kTileRows * kTileTokens}),
@@ -77,11 +80,10 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
             std::vector<uint32_t>{element_type(storage)}),
       swiglu_(device, "model_swiglu", model_swiglu_spirv, {3, sizeof(layouts::ModelSwigluPush)}, {}),
       argmax_(device, "model_argmax", model_argmax_spirv, {2, sizeof(layouts::ModelArgmaxPush)}, {}),
-      random_fill_(device, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
-                   std::vector<uint32_t>{element_type(storage)}),
       no_bias_(zero_float(device)),
       head_rows_(device, kMaxRopeHeads * sizeof(uint32_t)) {
   head_rows_.fill(0);
+  matvec_reads_blocks_ = device_class(device.info()) == DeviceClass::gpu;
   if (linear_kernels_ == MatrixKernels::cooperative_matrix2 && !device.cooperative_matrix2())
     throw std::logic_error("model_matmul_cm2 on a device without VK_NV_cooperative_matrix2");
   if (linear_kernels_ != MatrixKernels::none) {
@@ -158,9 +160,15 @@ const vk::Kernel& ModelKernels::cm2_kernel(const Cm2Tile& t, bool half_input) co
   return found->second;
 }
 
-void ModelKernels::embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x,
+void ModelKernels::embed(vk::Pass& pass, const DeviceMatrix& table, const vk::Buffer& tokens, vk::Buffer& x,
                          uint32_t n_tokens, uint32_t hidden, uint32_t first_token) const {
-  pass.dispatch(embed_, {&table, &tokens, &x}, layouts::ModelEmbedPush{n_tokens, hidden, first_token}, ceil_div(n_tokens * hidden, 256), 1,
+  const uint32_t type = block_constant(table);
+  auto kernel = embed_.find(type);
+  if (kernel == embed_.end())
+    kernel = embed_.emplace(type, vk::Kernel(device_, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
+                                              std::vector<uint32_t>{element_type(storage_), type}))
+                 .first;
+  pass.dispatch(kernel->second, {&table.buffer, &tokens, &x}, layouts::ModelEmbedPush{n_tokens, hidden, first_token}, ceil_div(n_tokens * hidden, 256), 1,
                 1, "embed");
 }
 
@@ -171,11 +179,24 @@ void ModelKernels::rmsnorm(vk::Pass& pass, const vk::Buffer& x, const vk::Buffer
                 std::min(n_tokens, kMaxGroups), ceil_div(n_tokens, kMaxGroups), 1, "rmsnorm");
 }
 
-void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& x, vk::Buffer& y,
+void ModelKernels::linear(vk::Pass& pass, const DeviceMatrix& matrix, const vk::Buffer& x, vk::Buffer& y,
                           const vk::Buffer* bias, const layouts::ModelMatmulPush& shape, const std::string& stage,
                           bool half_input) const {
   if (half_input && !linear_takes_half_inputs(shape.n_tokens))
     throw std::logic_error("fp16 inputs to a linear layer that reads fp32");
+  const bool widen = matrix.blocks && (shape.n_tokens > 1 || !matvec_reads_blocks_);
+  if (widen) {
+    const uint64_t values = uint64_t(shape.n_out) * shape.n_in;
+    if (widened_.buffer.bytes() < values * 2) throw std::logic_error("a matrix of blocks wider than reserve_widened's room");
+    dequantize(pass, matrix, widened_.buffer, values);
+  }
+  const DeviceMatrix& read = widen ? widened_ : matrix;
+  if (shape.n_tokens == 1) {
+    const TokenProjection projection{&read, &y, bias, shape.n_out};
+    token_linear(pass, std::span(&projection, 1), x, shape.n_in, nullptr, 0.0f, false, shape.accumulate != 0, stage);
+    return;
+  }
+  const vk::Buffer& weights = read.buffer;
   layouts::ModelMatmulPush push = shape;
   push.has_bias = bias ? 1u : 0u;
   const vk::Buffer* b = bias ? bias : &no_bias_;
@@ -208,21 +229,23 @@ void ModelKernels::linear(vk::Pass& pass, const vk::Buffer& weights, const vk::B
                   ceil_div(push.n_out, tile_rows), push.k_splits, stage);
     if (push.k_splits > 1)
       pass.dispatch(*matmul_splits_, {&partials_, &y, b}, push, ceil_div(push.n_tokens * push.n_out, 256), 1, 1, stage);
-  } else if (push.n_tokens == 1) {
-    const TokenProjection projection{&weights, &y, bias, push.n_out};
-    token_linear(pass, std::span(&projection, 1), x, push.n_in, nullptr, 0.0f, false, push.accumulate != 0, stage);
   } else
     pass.dispatch(matmul_, {&weights, &x, &y, b}, push, ceil_div(push.n_out, kTileRows), ceil_div(push.n_tokens, kTileTokens),
                   1, stage);
 }
 
-const vk::Kernel& ModelKernels::matvec(uint32_t slices, bool rope) const {
-  std::optional<vk::Kernel>& kernel = matvec_variants_[std::countr_zero(slices) * 2 + (rope ? 1 : 0)];
-  if (!kernel)
-    kernel.emplace(device_, "model_matvec", model_matvec_spirv, vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
-                   std::vector<uint32_t>{element_type(storage_), matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u,
-                                         slices, rope ? 1u : 0u});
-  return *kernel;
+const vk::Kernel& ModelKernels::matvec(uint32_t slices, bool rope, const uint32_t (&types)[3]) const {
+  const auto key = std::make_tuple(slices, rope, types[0], types[1], types[2]);
+  auto kernel = matvec_.find(key);
+  if (kernel == matvec_.end())
+    kernel = matvec_
+                 .emplace(key, vk::Kernel(device_, "model_matvec", model_matvec_spirv,
+                                          vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
+                                          std::vector<uint32_t>{element_type(storage_),
+                                                                matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u,
+                                                                slices, rope ? 1u : 0u, types[0], types[1], types[2]}))
+                 .first;
+  return kernel->second;
 }
 
 uint32_t ModelKernels::matvec_slices(DeviceClass device, uint32_t n_in) {
@@ -254,17 +277,24 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
     throw std::logic_error("token_linear takes one to three matrices, two gated");
   // Unused bindings take the zero float: never read or written.
   const vk::Buffer* weights[3] = {&no_bias_, &no_bias_, &no_bias_};
+  uint32_t types[3] = {kPlain, kPlain, kPlain};
   const vk::Buffer* outputs[3] = {&no_bias_, &no_bias_, &no_bias_};
   const vk::Buffer* biases[3] = {&no_bias_, &no_bias_, &no_bias_};
   uint32_t rows[3] = {0, 0, 0};
   bool has_bias = false;
   for (size_t i = 0; i < projections.size(); ++i) {
-    weights[i] = projections[i].weights;
+    weights[i] = &projections[i].weights->buffer;
+    types[i] = block_constant(*projections[i].weights);
+    if (projections[i].weights->blocks && !matvec_reads_blocks_)
+      throw std::logic_error("token_linear of blocks where model_matvec does not read them: linear() widens them");
     outputs[i] = projections[i].output;
     rows[i] = projections[i].rows;
     if (projections[i].bias) biases[i] = projections[i].bias;
     has_bias = has_bias || projections[i].bias;
   }
+  // Unused bindings take the first's type (never read either way): one
+  // pipeline then serves a uniformly quantized model's every product.
+  for (size_t i = projections.size(); i < 3; ++i) types[i] = types[0];
   if (gated) rows[1] = 0;  // the second matrix's rows are the first's
   const uint32_t all_rows = rows[0] + rows[1] + rows[2];
   if (slices == 0) slices = matvec_slices(device_class(device_.info()), n_in);
@@ -289,7 +319,7 @@ void ModelKernels::token_linear(vk::Pass& pass, std::span<const TokenProjection>
     std::copy(std::begin(given), std::end(given), rope_buffers);
   }
   const uint32_t row_slots = kMatvecRows / slices;  // a workgroup's rows (pairs of rows ungated)
-  pass.dispatch(matvec(slices, rope != nullptr),
+  pass.dispatch(matvec(slices, rope != nullptr, types),
                 {weights[0], weights[1], weights[2], &x, outputs[0], outputs[1], outputs[2], biases[0], biases[1], biases[2],
                  norm ? norm : &no_bias_, rope_buffers[0], rope_buffers[1], rope_buffers[2], rope_buffers[3], rope_buffers[4],
                  rope_buffers[5]},
@@ -307,11 +337,36 @@ void ModelKernels::swiglu(vk::Pass& pass, const vk::Buffer& gate, const vk::Buff
                 "swiglu");
 }
 
-void ModelKernels::random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const {
-  const uint32_t words = uint32_t(weights.bytes() / 4);
+void ModelKernels::random_fill(vk::Pass& pass, DeviceMatrix& weights, uint32_t key) const {
+  const uint32_t words = uint32_t(weights.buffer.bytes() / 4), type = block_constant(weights);
+  auto kernel = random_fill_.find(type);
+  if (kernel == random_fill_.end())
+    kernel = random_fill_
+                 .emplace(type, vk::Kernel(device_, "model_random_fill", model_random_fill_spirv,
+                                           {1, sizeof(layouts::ModelRandomFillPush)}, std::vector<uint32_t>{element_type(storage_), type}))
+                 .first;
   // A grid-stride loop: at most 4096 workgroups, whatever the tensor's size.
-  pass.dispatch(random_fill_, {&weights}, layouts::ModelRandomFillPush{words, key}, std::min(ceil_div(words, 256), 4096u), 1, 1,
-                "random_fill");
+  pass.dispatch(kernel->second, {&weights.buffer}, layouts::ModelRandomFillPush{words, key}, std::min(ceil_div(words, 256), 4096u), 1,
+                1, "random_fill");
+}
+
+void ModelKernels::dequantize(vk::Pass& pass, const DeviceMatrix& blocks, vk::Buffer& out, uint64_t values) const {
+  if (!blocks.blocks || values % 8 || values / 8 > UINT32_MAX || out.bytes() < values * 2)
+    throw std::logic_error("model_dequantize takes blocks, whole pieces of eight values, and room for them");
+  const uint32_t type = uint32_t(*blocks.blocks);
+  auto kernel = dequantize_.find(type);
+  if (kernel == dequantize_.end())
+    kernel = dequantize_
+                 .emplace(type, vk::Kernel(device_, "model_dequantize", model_dequantize_spirv,
+                                           {2, sizeof(layouts::ModelDequantizePush)}, std::vector<uint32_t>{type}))
+                 .first;
+  const uint32_t pieces = uint32_t(values / 8);
+  pass.dispatch(kernel->second, {&blocks.buffer, &out}, layouts::ModelDequantizePush{pieces}, std::min(ceil_div(pieces, 256), 8192u),
+                1, 1, "dequantize");
+}
+
+void ModelKernels::reserve_widened(uint64_t values) {
+  if (values * 2 > widened_.buffer.bytes()) widened_.buffer = vk::Buffer(device_, values * 2);
 }
 
 void ModelKernels::argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n, uint32_t slot) const {

@@ -12,12 +12,20 @@
 #include <string>
 
 #include "../shaders/layouts.h"
+#include "formats/ggml_blocks.h"
 #include "io/safetensors.h"
 #include "kernels/kernel_choice.h"
 #include "vk/kernel.h"
 #include "vk/pass.h"
 
 namespace kv::model {
+
+// A weight matrix on the device: in the model's storage type, or in ggml's
+// blocks (formats/ggml_blocks.h), which the kernels dequantize as they read.
+struct DeviceMatrix {
+  vk::Buffer buffer;
+  std::optional<formats::GgmlType> blocks;  // none: the storage type
+};
 
 class ModelKernels {
  public:
@@ -35,7 +43,7 @@ class ModelKernels {
                                           uint32_t head_dim);
 
   // x[t] = table[tokens[first_token + t]], widened to fp32.
-  void embed(vk::Pass& pass, const vk::Buffer& table, const vk::Buffer& tokens, vk::Buffer& x, uint32_t n_tokens,
+  void embed(vk::Pass& pass, const DeviceMatrix& table, const vk::Buffer& tokens, vk::Buffer& x, uint32_t n_tokens,
              uint32_t hidden, uint32_t first_token = 0) const;
   // y[t] = x[first_token + t] / sqrt(mean(x^2) + eps) * weight, for `n_tokens`
   // rows; y in fp16 with half_output (for a linear layer's half_input).
@@ -43,8 +51,10 @@ class ModelKernels {
                uint32_t first_token, uint32_t hidden, float eps, bool half_output = false) const;
   // y[t, r] (+)= sum_k W[r, k] x[t, k] (+ bias[r]) (layouts.h's ModelMatmulPush):
   // model_matvec for one token, a chunk's kernel for more. x is fp32, or fp16
-  // with half_input (only where linear_takes_half_inputs(n_tokens)).
-  void linear(vk::Pass& pass, const vk::Buffer& weights, const vk::Buffer& x, vk::Buffer& y, const vk::Buffer* bias,
+  // with half_input (only where linear_takes_half_inputs(n_tokens)). A chunk's
+  // product of blocks widens them first (dequantize) into the scratch of
+  // reserve_widened.
+  void linear(vk::Pass& pass, const DeviceMatrix& weights, const vk::Buffer& x, vk::Buffer& y, const vk::Buffer* bias,
               const layouts::ModelMatmulPush& shape, const std::string& stage, bool half_input = false) const;
   // Whether a block of n_tokens runs its linear layers on tensor cores, which
   // take fp16 inputs as they are (fp32 ones are rounded to fp16 on the way).
@@ -54,7 +64,7 @@ class ModelKernels {
   // two with output[r] = silu(first x)[r] * (second x)[r] (SwiGLU's gate and
   // up) into the first's. With `norm` the input is RMSNorm(x) * norm (eps).
   struct TokenProjection {
-    const vk::Buffer* weights;
+    const DeviceMatrix* weights;
     vk::Buffer* output;
     const vk::Buffer* bias;  // or null
     uint32_t rows;
@@ -91,8 +101,21 @@ class ModelKernels {
   // with half_output.
   void swiglu(vk::Pass& pass, const vk::Buffer& gate, const vk::Buffer& up, vk::Buffer& h, uint32_t count,
               bool half_output = false) const;
-  // Every word of `weights` from the random-weight hash of `key` (model_random_fill.comp).
-  void random_fill(vk::Pass& pass, vk::Buffer& weights, uint32_t key) const;
+  // Every word of `weights` from the random-weight hash of `key`, as values of
+  // the storage type or as blocks of its type (model_random_fill.comp).
+  void random_fill(vk::Pass& pass, DeviceMatrix& weights, uint32_t key) const;
+  // The first `values` values of a matrix of blocks into `out` as fp16 (model_dequantize.comp).
+  void dequantize(vk::Pass& pass, const DeviceMatrix& blocks, vk::Buffer& out, uint64_t values) const;
+  // Room for the widest matrix of blocks a product widens (`values` of
+  // them); before recording any such product.
+  void reserve_widened(uint64_t values);
+  // Whether a decode step's products read blocks in model_matvec (GPUs: the
+  // bytes a step saves) or, through linear(), widen each matrix into the
+  // scratch first (CPUs: lavapipe compiles a model_matvec for each mix of
+  // block types at 8-17 s each, for a step whose time there is arithmetic).
+  // The tests turn it on to hold the GPUs' path on lavapipe.
+  bool matvec_reads_blocks() const { return matvec_reads_blocks_; }
+  void set_matvec_reads_blocks(bool on) { matvec_reads_blocks_ = on; }
   // chosen[slot] = the first index of the largest of `n` logits (NaN the least).
   void argmax(vk::Pass& pass, const vk::Buffer& logits, vk::Buffer& chosen, uint32_t n, uint32_t slot) const;
 
@@ -120,17 +143,24 @@ class ModelKernels {
   const vk::Device& device_;
   DType storage_;
   MatrixKernels linear_kernels_;
-  vk::Kernel embed_, rmsnorm_, matmul_;
-  // model_matvec by its slices (1, 2, 4, 8) and whether it takes RoPE, each built when first used.
-  mutable std::array<std::optional<vk::Kernel>, 8> matvec_variants_;
-  const vk::Kernel& matvec(uint32_t slices, bool rope) const;
+  vk::Kernel rmsnorm_, matmul_;
+  // The kernels that read weights, by the matrices' block types (GGML_PLAIN
+  // for the storage type), each built when first used: model_embed by the
+  // table's; model_matvec by its slices (1, 2, 4, 8), whether it takes RoPE
+  // and its three matrices'; model_dequantize and model_random_fill by the blocks'.
+  mutable std::map<uint32_t, vk::Kernel> embed_, dequantize_, random_fill_;
+  mutable std::map<std::tuple<uint32_t, bool, uint32_t, uint32_t, uint32_t>, vk::Kernel> matvec_;
+  const vk::Kernel& matvec(uint32_t slices, bool rope, const uint32_t (&block_types)[3]) const;
+  // A matrix of blocks widened to fp16 (reserve_widened): the pass's scratch.
+  mutable DeviceMatrix widened_;
+  bool matvec_reads_blocks_ = false;
   // model_matmul_cm2 by tile and input type, built as first asked for.
   mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_cm2_;
   // model_matmul_matrix by tile and input type, built as first asked for.
   mutable std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, bool>, vk::Kernel> matmul_matrix_;
   std::optional<vk::Kernel> matmul_splits_;
   vk::Buffer partials_;  // model_matmul_matrix's slices' partial sums
-  vk::Kernel rope_, swiglu_, argmax_, random_fill_;
+  vk::Kernel rope_, swiglu_, argmax_;
   vk::Buffer no_bias_;  // bound where a layer has none
   // Rows of each q/k/v head that token_linear's rope has finished this step (zero between steps).
   vk::Buffer head_rows_;

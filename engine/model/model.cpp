@@ -20,10 +20,25 @@ MatrixKernels linear_kernels(const vk::Device& device, const ModelConfig& c, DTy
   return ModelKernels::linear_kernels_for(device, dtype, std::gcd(std::gcd(c.hidden, c.intermediate), c.head_dim), c.head_dim);
 }
 
-vk::Buffer upload_weight(const vk::Device& device, const Weight& weight) {
-  vk::Buffer buffer(device, weight.data.size());
+// A matrix's bytes on the device, in their own form. Blocks get a word of
+// room past their end: a block's last field may be read with the word after
+// it (ggml_blocks.glsl's unaligned reads).
+DeviceMatrix upload_matrix(const vk::Device& device, const Weight& weight) {
+  vk::Buffer buffer(device, weight.blocks ? (weight.data.size() + 3) / 4 * 4 + 4 : weight.data.size());
   buffer.upload(weight.data);
-  return buffer;
+  return {std::move(buffer), weight.blocks};
+}
+
+// The values of the widest matrix of blocks: the room its chunk products widen it in.
+uint64_t widest_blocks(const Checkpoint& checkpoint) {
+  uint64_t widest = 0;
+  auto consider = [&](const Weight& w) {
+    if (w.blocks) widest = std::max(widest, w.count());
+  };
+  consider(checkpoint.lm_head());
+  for (const LayerWeights& w : checkpoint.layers())
+    for (const Weight* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) consider(*m);
+  return widest;
 }
 
 vk::Buffer upload_floats(const vk::Device& device, const std::vector<float>& values) {
@@ -44,11 +59,10 @@ std::string gib(uint64_t bytes) {
 }
 
 // The capacity, once the run is known to fit the device (plan_memory).
-uint32_t checked_capacity(const vk::Device& device, const ModelConfig& config, DType dtype, uint32_t capacity,
-                          uint32_t chunk) {
+uint32_t checked_capacity(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk) {
   if (capacity == 0) throw InputError("a model run needs room for at least one token");
-  check_sequence_length(config, capacity);
-  const MemoryPlan plan = plan_memory(config, dtype, capacity, std::max(1u, std::min(chunk, capacity)));
+  check_sequence_length(checkpoint.config(), capacity);
+  const MemoryPlan plan = plan_memory(checkpoint, capacity, std::max(1u, std::min(chunk, capacity)));
   const uint64_t available = device.device_local_heap_bytes();
   if (plan.total() > available)
     throw InputError("the run needs " + gib(plan.total()) + " (weights " + gib(plan.weights) + ", KV cache " +
@@ -65,7 +79,7 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
     : device_(device),
       config_(checkpoint.config()),
       dtype_(checkpoint.matrix_dtype()),
-      capacity_(checked_capacity(device, checkpoint.config(), checkpoint.matrix_dtype(), capacity, chunk)),
+      capacity_(checked_capacity(device, checkpoint, capacity, chunk)),
       chunk_(std::max(1u, std::min(chunk, capacity))),
       kernels_(device, dtype_, linear_kernels(device, checkpoint.config(), dtype_, linear_inputs)),
       final_norm_(upload_floats(device, to_floats(checkpoint.final_norm()))),
@@ -80,11 +94,14 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
   // key (the embedding 0, the LM head 1, then seven a layer), in one pass.
   vk::Pass fills(device, 2 + 7 * c.layers);
   auto matrix = [&](const Weight& w, uint32_t index) {
-    if (!checkpoint.random()) return upload_weight(device, w);
-    vk::Buffer buffer(device, (w.count() * dtype_size(w.dtype) + 3) / 4 * 4);
-    kernels_.random_fill(fills, buffer, random_weight_key(checkpoint.seed(), index));
-    return buffer;
+    if (!checkpoint.random()) return upload_matrix(device, w);
+    DeviceMatrix drawn{vk::Buffer(device, (w.bytes() + 3) / 4 * 4 + (w.blocks ? 4 : 0)), w.blocks};
+    kernels_.random_fill(fills, drawn, random_weight_key(checkpoint.seed(), index));
+    return drawn;
   };
+  const uint64_t widest = widest_blocks(checkpoint);
+  fused_decode_ = widest == 0 || kernels_.matvec_reads_blocks();
+  if (chunk_ > 1 || !fused_decode_) kernels_.reserve_widened(widest);
   embedding_ = matrix(checkpoint.embedding(), 0);
   if (!tied_) lm_head_ = matrix(checkpoint.lm_head(), 1);
   for (uint32_t l = 0; l < c.layers; ++l) {
@@ -140,19 +157,20 @@ void Model::time_stages(bool on) {
     pass = std::make_unique<vk::Pass>(device_, pass_dispatches(config_.layers), on ? vk::Pass::Timing::per_stage : vk::Pass::Timing::whole);
 }
 
-MemoryPlan plan_memory(const ModelConfig& c, DType dtype, uint32_t capacity, uint32_t chunk) {
-  const uint64_t element = dtype_size(dtype), q_dim = uint64_t(c.heads) * c.head_dim, kv_dim = uint64_t(c.kv_heads) * c.head_dim;
-  const uint64_t per_layer = (q_dim + 2 * kv_dim) * c.hidden + c.hidden * q_dim + 3ull * c.hidden * c.intermediate;
-  const uint64_t embeddings = uint64_t(c.vocab) * c.hidden * (c.tied_embeddings ? 1 : 2);
+MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk) {
+  const ModelConfig& c = checkpoint.config();
+  const uint64_t element = dtype_size(checkpoint.matrix_dtype()), q_dim = uint64_t(c.heads) * c.head_dim,
+                 kv_dim = uint64_t(c.kv_heads) * c.head_dim;
   MemoryPlan plan;
-  plan.weights = (per_layer * c.layers + embeddings) * element + (2ull * c.layers + 1) * c.hidden * 4;
+  plan.weights = checkpoint.matrix_bytes() + (2ull * c.layers + 1) * c.hidden * 4;
   plan.cache = 2ull * c.layers * kv_dim * capacity * element;
   const uint64_t n = chunk;
   plan.activations = n * (2ull * c.hidden + q_dim + 2 * kv_dim + 2ull * c.intermediate + c.vocab) * 4  // fp32 rows
                      + n * (q_dim * element + c.intermediate * 2)                                   // queries, fp16 MLP
                      + uint64_t(capacity) * c.head_dim * 4                                          // RoPE's table
                      + 2 * 4 * std::max<uint64_t>(n, 256) * c.heads * (c.head_dim + 2) * 4         // attention's partials
-                     + (32ull << 20);                                                               // sliced linear layers
+                     + (32ull << 20)                                                                // sliced linear layers
+                     + widest_blocks(checkpoint) * 2;                                               // a matrix of blocks widened
   return plan;
 }
 
@@ -271,14 +289,15 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
   // On tensor cores the linear layers take fp16 inputs: RMSNorm and SwiGLU
   // write them so (the attention's output stays fp32, rounded on the way).
   const bool half = kernels_.linear_takes_half_inputs(n);
-  auto linear = [&](const vk::Buffer& w, const vk::Buffer& in, vk::Buffer& out, const vk::Buffer* bias, uint32_t rows,
+  auto linear = [&](const DeviceMatrix& w, const vk::Buffer& in, vk::Buffer& out, const vk::Buffer* bias, uint32_t rows,
                     uint32_t n_in, uint32_t n_out, bool residual, uint32_t input_head_dim, const char* stage,
                     bool half_input = false) {
     kernels_.linear(pass, w, in, out, bias, {rows, n_in, n_out, residual ? 1u : 0u, 0u, input_head_dim}, stage, half_input);
   };
   // A decode step takes RoPE in its q/k/v dispatch on a GPU, unless q and k
   // have their own norms first (Qwen3).
-  const bool rope_in_qkv = n == 1 && !c.qk_norm && kernels_.rope_in_qkv_dispatch();
+  const bool fused = n == 1 && fused_decode_;
+  const bool rope_in_qkv = fused && !c.qk_norm && kernels_.rope_in_qkv_dispatch();
   for (uint32_t l = 0; l < c.layers; ++l) {
     DeviceLayer& w = layers_[l];
     const bool bias = w.has_bias;
@@ -287,7 +306,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
     vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
     const ModelKernels::RopeBuffers rope_buffers{&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys,
                                                  &caches_[l]->values, kept};
-    if (n == 1) {  // a decode step: the norm and q, k and v in one dispatch
+    if (fused) {  // a decode step: the norm and q, k and v in one dispatch
       const ModelKernels::TokenProjection qkv[3] = {{&w.wq, &q_, bias ? &w.bq : nullptr, q_dim},
                                                     {&w.wk, &k_, bias ? &w.bk : nullptr, kv_dim},
                                                     {&w.wv, &v_, bias ? &w.bv : nullptr, kv_dim}};
@@ -308,7 +327,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
     const vk::Buffer& attended = record_attention(pass, l, block);
     linear(w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
     vk::Buffer& mlp_hidden = half ? mlp_half_ : gate_;
-    if (n == 1) {  // the norm, gate, up and SwiGLU in one dispatch
+    if (fused) {  // the norm, gate, up and SwiGLU in one dispatch
       const ModelKernels::TokenProjection gate_up[2] = {{&w.w_gate, &gate_, nullptr, c.intermediate},
                                                         {&w.w_up, &up_, nullptr, c.intermediate}};
       kernels_.token_linear(pass, gate_up, x_, c.hidden, &w.mlp_norm, eps, true, false, "mlp_up");
@@ -321,8 +340,8 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
     linear(w.w_down, mlp_hidden, x_, nullptr, n, c.intermediate, c.hidden, true, 0, "mlp_down", half);
   }
   logit_rows_ = all_logits ? n : 1;
-  const vk::Buffer& head = tied_ ? embedding_ : lm_head_;
-  if (n == 1) {
+  const DeviceMatrix& head = tied_ ? embedding_ : lm_head_;
+  if (fused) {
     const ModelKernels::TokenProjection logits{&head, &logits_, nullptr, c.vocab};
     kernels_.token_linear(pass, std::span(&logits, 1), x_, c.hidden, &final_norm_, eps, false, false, "lm_head");
   } else {
@@ -381,15 +400,15 @@ std::map<std::string, double> Model::ms_by_part() const {
 }
 
 uint32_t Model::pass_dispatches(uint32_t layers) {
-  // A layer: its own 20 at most (four RMSNorms with Qwen3's of q and k,
-  // RoPE, SwiGLU, and seven linear layers, each two dispatches where its
-  // input channels are sliced);
+  // A layer: its own 28 at most (four RMSNorms with Qwen3's of q and k,
+  // RoPE, SwiGLU, and seven linear layers, each three dispatches where its
+  // weights are blocks widened first and its input channels are sliced);
   // attention's 4 at most (a dense pass feeding a method, and the sparse
   // pass, each partial and merge); a method's own stages, 16 at most (the
   // window methods' six with their top-k are the most). Around the layers:
-  // the embedding, the final RMSNorm, the LM head (two) and the greedy
+  // the embedding, the final RMSNorm, the LM head (three) and the greedy
   // choice. Pass refuses a dispatch past its count.
-  constexpr uint32_t kModel = 20, kAttention = 4, kMethod = 16, kAround = 5;
+  constexpr uint32_t kModel = 28, kAttention = 4, kMethod = 16, kAround = 6;
   return layers * (kModel + kAttention + kMethod) + kAround;
 }
 

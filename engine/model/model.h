@@ -35,7 +35,9 @@ struct MemoryPlan {
   uint64_t weights = 0, cache = 0, activations = 0;
   uint64_t total() const { return weights + cache + activations; }
 };
-MemoryPlan plan_memory(const ModelConfig& config, DType dtype, uint32_t capacity, uint32_t chunk);
+// The weights' bytes are the checkpoint's own (its blocks where quantized),
+// with room to widen a chunk's widest matrix of blocks to fp16.
+MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk);
 
 class Model {
  public:
@@ -110,7 +112,7 @@ class Model {
  private:
   struct DeviceLayer {
     vk::Buffer attention_norm, mlp_norm;  // fp32
-    vk::Buffer wq, wk, wv, wo, w_gate, w_up, w_down;
+    DeviceMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
     vk::Buffer bq, bk, bv;  // fp32; one zero float where there is none
     bool has_bias = false;
     vk::Buffer q_norm, k_norm;  // fp32 [d] (Qwen3); empty where there is none
@@ -136,9 +138,14 @@ class Model {
   uint32_t capacity_, chunk_, length_ = 0;
   uint32_t logit_rows_ = 0;
   ModelKernels kernels_;
-  vk::Buffer embedding_, lm_head_, final_norm_, rotations_;
+  DeviceMatrix embedding_, lm_head_;
+  vk::Buffer final_norm_, rotations_;
   bool tied_;
   std::vector<DeviceLayer> layers_;
+  // Whether a decode step takes its norms, products and RoPE in the fused
+  // dispatches (token_linear), or one by one as a chunk does: where the
+  // weights are blocks that model_matvec does not read (CPUs).
+  bool fused_decode_ = true;
   std::vector<std::unique_ptr<GpuLayer>> caches_;
   std::vector<std::unique_ptr<vk::Buffer>> kept_queries_;  // by layer; null where not kept
   Attention attention_, sparse_attention_;

@@ -33,7 +33,9 @@ const char* const kCaptureHelp =
     "then --question. The prompt starts with the model's BOS where it has one.\n"
     "Default --layers: all.\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
-    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --weight-type T    the matrices as ggml blocks of T: q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+    "                     q2_k .. q6_k, q4_k_m, q5_k_m (drawn so, or quantized at load), or f16\n";
 namespace {
 
 std::vector<uint32_t> parse_layers(const std::string& text, uint32_t layers) {
@@ -57,7 +59,7 @@ std::vector<uint32_t> parse_layers(const std::string& text, uint32_t layers) {
 
 int run_capture(const GlobalOptions& global, const std::vector<std::string>& argv) {
   Args args("capture", argv,
-            {"model", "tokenizer", "prompt", "prompt-file", "length", "depth", "seed", "haystack-file", "needle",
+            {"model", "tokenizer", "prompt", "prompt-file", "length", "depth", "seed", "weight-type", "haystack-file", "needle",
              "question", "layers", "chunk", "out"},
             {"passkey", "random-weights"});
   if (!args.positional().empty()) throw InputError("capture: unexpected argument '" + args.positional()[0] + "'");

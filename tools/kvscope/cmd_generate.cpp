@@ -42,6 +42,8 @@ const char* const kGenerateHelp =
     "                     [n, vocab]), to compare with another implementation\n\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --weight-type T    the matrices as ggml blocks of T: q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+    "                     q2_k .. q6_k, q4_k_m, q5_k_m (drawn so, or quantized at load), or f16\n"
     "  --chat             wrap each prompt as the model's chat template wraps one user\n"
     "                     turn (the format its tokenizer_config.json's or GGUF's\n"
     "                     template holds: llama3, chatml, inst or vicuna)\n"
@@ -111,7 +113,7 @@ nlohmann::json generate_json(const GenerateArgs& a, const std::string& device, c
 
 int run_generate(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> value_options{"model", "tokenizer", "prompt", "prompt-file", "steps", "temperature",
-                                      "top-p",  "seed",      "chunk",  "json",        "logits"};
+                                      "top-p",  "seed", "weight-type",      "chunk",  "json",        "logits"};
   value_options.merge(model_method_options());
   value_options.insert("chat-format");
   const Args args("generate", argv, value_options, {"random-weights", "chat"});

@@ -51,6 +51,8 @@ const char* const kNeedleHelp =
     KVSCOPE_SWEEP_FILES_HELP "\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --weight-type T    the matrices as ggml blocks of T: q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+    "                     q2_k .. q6_k, q4_k_m, q5_k_m (drawn so, or quantized at load), or f16\n"
     "  --chat             wrap each prompt as the model's chat template wraps one user\n"
     "                     turn (the format its tokenizer_config.json's or GGUF's\n"
     "                     template holds: llama3, chatml, inst or vicuna)\n"
@@ -133,7 +135,7 @@ void print_needle_table(const std::vector<model::NeedleResult>& results) {
 
 int run_needle(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::set<std::string> values{"model", "tokenizer",     "task",  "lengths", "depths", "samples", "prefill-budget",
-                               "haystack-file", "chunk", "seed",    "json",   "csv",     "plot"};
+                               "haystack-file", "chunk", "seed", "weight-type",    "json",   "csv",     "plot"};
   values.merge(sweep_value_options());
   values.merge(results_value_options());
   values.insert("chat-format");

@@ -33,6 +33,8 @@ const char* const kPplHelp =
     KVSCOPE_SWEEP_FILES_HELP "\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --weight-type T    the matrices as ggml blocks of T: q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+    "                     q2_k .. q6_k, q4_k_m, q5_k_m (drawn so, or quantized at load), or f16\n"
     "  --chat             wrap each prompt as the model's chat template wraps one user\n"
     "                     turn (the format its tokenizer_config.json's or GGUF's\n"
     "                     template holds: llama3, chatml, inst or vicuna)\n"
@@ -64,7 +66,7 @@ PplArgs parse_ppl_args(const Args& args) {
 }  // namespace
 
 int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json", "seed"};
+  std::set<std::string> values{"model", "tokenizer", "text-file", "length", "scored", "chunk", "json", "seed", "weight-type"};
   values.merge(sweep_value_options());
   values.merge(results_value_options());
   values.insert("chat-format");
@@ -92,7 +94,9 @@ int run_ppl(const GlobalOptions& global, const std::vector<std::string>& argv) {
   std::printf("ppl: %s, %u tokens of %s, the last %u scored, device %s\n", a.model.string().c_str(), a.length,
               a.text_file.c_str(), a.config.scored, device.info().name.c_str());
   std::printf("%-16s %7s %-8s %10s %12s\n", "method", "budget", "regime", "nll", "perplexity");
-  for (const nlohmann::json& r : sweep::report_json(sweep->header(), sweep->results()).at("results")) {
+  // Held by name: a range-for over a member of the temporary report would read it after its end.
+  const nlohmann::json report = sweep::report_json(sweep->header(), sweep->results());
+  for (const nlohmann::json& r : report.at("results")) {
     const uint32_t budget = r.at("budget").get<uint32_t>();
     std::printf("%-16s %7s %-8s %10.4f %12.4f\n", r.at("method").get<std::string>().c_str(),
                 budget ? std::to_string(budget).c_str() : "-", r.at("regime").get<std::string>().c_str(),

@@ -48,6 +48,8 @@ const char* const kRulerHelp =
     "one slice of --shard:\n" KVSCOPE_SWEEP_FILES_HELP
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
     "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --weight-type T    the matrices as ggml blocks of T: q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+    "                     q2_k .. q6_k, q4_k_m, q5_k_m (drawn so, or quantized at load), or f16\n"
     "  --chat             wrap each prompt as the model's chat template wraps one user turn,\n"
     "                     the answer prefix after the assistant's header (as RULER's model\n"
     "                     templates); --chat-format NAME: in that format\n";
@@ -93,7 +95,7 @@ void print_ruler_tables(const nlohmann::json& results, const std::vector<std::st
 }  // namespace
 
 int run_ruler(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "tasks", "lengths", "samples", "seed", "prefill-budget", "chunk",
+  std::set<std::string> values{"model", "tokenizer", "tasks", "lengths", "samples", "seed", "weight-type", "prefill-budget", "chunk",
                                "words", "haystack-file", "tokens-to-generate", "json", "csv", "chat-format"};
   values.merge(sweep_value_options());
   values.merge(results_value_options());

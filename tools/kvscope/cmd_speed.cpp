@@ -53,7 +53,9 @@ const char* const kSpeedHelp =
     "recorded together when its last round ends, and a table is one slice of --shard:\n"
     KVSCOPE_SWEEP_FILES_HELP "\n"
     "  --random-weights   --model is a config.json (or its folder), weights drawn on the\n"
-    "                     device from --seed: speed at a model's real size (docs/model.md)\n";
+    "                     device from --seed: speed at a model's real size (docs/model.md)\n"
+    "  --weight-type T    the matrices as ggml blocks of T: q8_0, q4_0, q4_1, q5_0, q5_1,\n"
+    "                     q2_k .. q6_k, q4_k_m, q5_k_m (drawn so, or quantized at load), or f16\n";
 namespace {
 
 struct SpeedArgs {
@@ -128,6 +130,9 @@ void print_speed_table(const nlohmann::json& table) {
               table.at("regime").get<std::string>().c_str(), table.at("model").get<std::string>().c_str(),
               table.at("prompt_tokens").get<uint32_t>(), table.at("chunk").get<uint32_t>(), table.at("rounds").get<uint32_t>(),
               table.at("device").get<std::string>().c_str());
+  if (table.contains("weights"))
+    std::printf("weights: %s, %.2f GiB of matrices on the device\n", table.at("weights").at("types").get<std::string>().c_str(),
+                table.at("weights").at("bytes").get<double>() / double(1ull << 30));
   if (decode && table.contains("prefill_ms"))
     std::printf("dense prefill %.1f ms, then %u timed steps a run\n", table.at("prefill_ms").get<double>(),
                 table.at("steps").get<uint32_t>());
@@ -159,9 +164,10 @@ void print_speed_table(const nlohmann::json& table) {
 
 // A table's settings, as its JSON holds them beside its results.
 nlohmann::json speed_table_json(const SpeedArgs& a, const model::SpeedConfig& config, uint32_t prompt_tokens,
-                                const std::string& device) {
+                                const std::string& device, const model::Checkpoint& checkpoint) {
   const model::MethodSweep& sweep = config.sweep;
   return {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
+          {"weights", {{"types", checkpoint.matrix_types()}, {"bytes", checkpoint.matrix_bytes()}}},
           {"prompt_file", a.prompt_file}, {"prompt_tokens", prompt_tokens}, {"steps", config.steps},
           {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
           {"options", model::method_options_json(sweep.methods, sweep.options)}};
@@ -184,7 +190,7 @@ nlohmann::json speed_result_json(const model::SpeedConfig& config, const model::
 }  // namespace
 
 int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv) {
-  std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json", "seed"};
+  std::set<std::string> values{"model", "tokenizer", "prompt-file", "length", "steps", "rounds", "chunk", "json", "seed", "weight-type"};
   values.merge(sweep_value_options());
   values.merge(results_value_options());
   const Args args("speed", argv, values, {"random-weights", "kernel-stats", kResumeFlag});
@@ -214,7 +220,7 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   for (model::SpeedConfig& config : configs) {
     if (!config.chunk) config.chunk = model_chunk;
     const uint32_t table = uint32_t(tables.size());
-    tables.push_back(speed_table_json(a, config, uint32_t(prompt.size()), device.info().name));
+    tables.push_back(speed_table_json(a, config, uint32_t(prompt.size()), device.info().name, checkpoint));
     first_cell.push_back(cells.keys.size());
     const std::vector<model::SpeedResult> runs = model::speed_runs(config);
     for (const model::SpeedResult& r : runs)

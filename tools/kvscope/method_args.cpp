@@ -126,8 +126,11 @@ std::function<void(size_t, size_t)> runs_progress(const std::string& label) {
 }
 
 model::Checkpoint open_model_checkpoint(const Args& args, const std::filesystem::path& model_path) {
-  if (!args.flag("random-weights")) return model::Checkpoint::open(model_path);
-  return model::Checkpoint::random(model_path, args.count("seed", 0));
+  const std::optional<model::WeightType> type = model::parse_weight_type(args.text("weight-type", "f16"));
+  if (args.flag("random-weights")) return model::Checkpoint::random(model_path, args.count("seed", 0), type);
+  model::Checkpoint checkpoint = model::Checkpoint::open(model_path);
+  if (type) checkpoint.quantize(*type);
+  return checkpoint;
 }
 
 std::unique_ptr<model::Tokenizer> open_model_tokenizer(const Args& args, const std::filesystem::path& model_path,

@@ -46,6 +46,7 @@ nlohmann::json model_identity_json(const Args& args, const std::string& model_pa
   auto absolute = [](const std::string& path) { return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string(); };
   nlohmann::json j = {{"model", absolute(model_path)}, {"tokenizer", absolute(args.text("tokenizer", ""))}};
   if (args.flag("random-weights")) j["random_weights_seed"] = args.count("seed", 0);
+  if (args.has("weight-type")) j["weight_type"] = args.text("weight-type", "");
   if (args.flag("chat") || args.has("chat-format")) j["chat"] = args.text("chat-format", "template");
   return j;
 }

@@ -277,12 +277,14 @@ model::ChatFormat chat_format_of(const std::string& path, const model::Checkpoin
   return model::model_chat_format(path, checkpoint, tokenizer_path, "");
 }
 
-PyModel open_model(const std::string& path, bool random_weights, int64_t seed, const py::object& tokenizer,
-                   const py::object& device, const py::object& chat) {
+PyModel open_model(const std::string& path, bool random_weights, int64_t seed, const std::string& weight_type,
+                   const py::object& tokenizer, const py::object& device, const py::object& chat) {
   PyModel m;
   m.path = path;
-  m.checkpoint = std::make_shared<model::Checkpoint>(random_weights ? model::Checkpoint::random(path, count_of(seed, "seed"))
+  const std::optional<model::WeightType> type = model::parse_weight_type(weight_type);
+  m.checkpoint = std::make_shared<model::Checkpoint>(random_weights ? model::Checkpoint::random(path, count_of(seed, "seed"), type)
                                                                     : model::Checkpoint::open(path));
+  if (type && !random_weights) m.checkpoint->quantize(*type);
   m.tokenizer_path = tokenizer.is_none() ? "" : py::str(tokenizer).cast<std::string>();
   std::unique_ptr<model::Tokenizer> t = model::model_tokenizer(path, *m.checkpoint, m.tokenizer_path);
   const model::ChatFormat format = chat_format_of(path, *m.checkpoint, m.tokenizer_path, chat);
@@ -624,11 +626,14 @@ PYBIND11_MODULE(kvscope, m) {
   py::class_<PyModel>(m, "Model",
                       "A Llama-family model (Hugging Face directory, llama2.c .bin or GGUF file), or with "
                       "random_weights=True a config.json (or its folder) with random weights drawn on the device: "
-                      "speed at a model's real size. The tokenizer is the model's own unless one is given. "
+                      "speed at a model's real size. weight_type='q4_k' (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k .. q6_k, "
+                      "q4_k_m, q5_k_m) holds the matrices as ggml blocks of that type: drawn so, or quantized as "
+                      "llama.cpp's quantizer would (a GGUF file keeps its own). "
+                      "The tokenizer is the model's own unless one is given. "
                       "chat=True wraps every prompt as the model's chat template wraps one user turn (chat='llama3', "
                       "'chatml', 'inst' or 'vicuna' forces a format).")
       .def(py::init(&open_model), py::arg("path"), py::kw_only(), py::arg("random_weights") = false, py::arg("seed") = 0,
-           py::arg("tokenizer") = py::none(), py::arg("device") = py::none(), py::arg("chat") = py::none())
+           py::arg("weight_type") = "f16", py::arg("tokenizer") = py::none(), py::arg("device") = py::none(), py::arg("chat") = py::none())
       .def_property_readonly("config", [](const PyModel& m) {
         const kv::model::ModelConfig& c = m.checkpoint->config();
         py::dict d;
@@ -638,6 +643,8 @@ PYBIND11_MODULE(kvscope, m) {
         d["heads"] = c.heads;
         d["kv_heads"] = c.kv_heads;
         d["head_dim"] = c.head_dim;
+        d["weight_types"] = m.checkpoint->matrix_types();  // "F16", "Q4_K x 161, Q6_K x 33"
+        d["weight_bytes"] = m.checkpoint->matrix_bytes();
         d["vocab"] = c.vocab;
         d["max_positions"] = c.max_positions;
         return d;

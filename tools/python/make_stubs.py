@@ -91,7 +91,8 @@ def merge(out: str, inputs: Sequence[str], *, json: str = "", csv: str = "", plo
 
 class Model:
 {docstring(kvscope.Model, 4)}
-    def __init__(self, path: str, *, random_weights: bool = False, seed: int = 0, tokenizer: str | None = None,
+    def __init__(self, path: str, *, random_weights: bool = False, seed: int = 0, weight_type: str = "f16",
+                 tokenizer: str | None = None,
                  device: Device | None = None, chat: bool | ChatFormat | None = None) -> None: ...
     @property
     def config(self) -> dict[str, Any]: ...

@@ -7,7 +7,11 @@
 //     each token the argmax of the last logits (greedy, as `kvscope speed`);
 //   - one layer's MUL_MAT (q, k, v, o, gate, up, down at --kernel-tokens
 //     tokens) and FLASH_ATTN_EXT (a chunk of --kernel-tokens queries ending
-//     each context) through ggml's graph API (ggml_ops.cpp).
+//     each context) through ggml's graph API (ggml_ops.cpp);
+//   - --logits: the logits of every position of a given token sequence, to
+//     hold kvscope's forward pass to llama.cpp's on the same file
+//     (tests/llamacpp_quantized_test.sh);
+//   - --quantize: llama.cpp's own quantizer.
 // JSON on stdout, a table on stderr. Linked against the prebuilt libraries
 // that tools/peers/llamacpp/install.sh fetches; built by build.sh beside it.
 #include <vulkan/vulkan.h>
@@ -36,6 +40,7 @@ const char* kUsage =
     "usage: llamacpp_peer --model FILE.gguf [--device NAME] [--contexts 32768,131000] [--batch 2048]\n"
     "                     [--decode-steps 16] [--rounds 2] [--kernel-tokens 2048] [--kernel-contexts C1,C2]\n"
     "                     [--repeat 20] [--parts model,kernels] [--libs DIR] [--verbose]\n"
+    "       llamacpp_peer --model FILE.gguf [--device NAME] --logits IDS OUT.json\n"
     "       llamacpp_peer --model FILE.gguf --quantize TYPE OUT.gguf\n"
     "llama.cpp's Vulkan backend on FILE: time to the first token at each context (batches of --batch\n"
     "tokens, flash attention, F16 KV cache, every layer on the GPU), decode ms/token at that depth\n"
@@ -46,15 +51,20 @@ const char* kUsage =
     "first GPU, else the first device). --libs: the folder of ggml's backends (default ../lib beside\n"
     "this program). JSON on stdout, a table on stderr. Exit 2 on a bad option, 1 on a failure.\n"
     "--quantize writes FILE's model as llama.cpp's quantizer writes it (llama_model_quantize; TYPE one of\n"
-    "Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K): the block-quantized files people have.\n";
+    "Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K): the block-quantized files people have.\n"
+    "--logits decodes the token ids IDS (comma-separated, no BOS added) in one batch from position 0 on\n"
+    "--device (flash attention, F16 KV cache, every layer on the GPU) and writes the logits of every\n"
+    "position to OUT.json: {source, device, ggml_device, model, tokens, vocab, logits: [[vocab floats]\n"
+    "a position]}, to compare another engine's forward pass with llama.cpp's on the same file.\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 struct Options {
-  std::string model, device, libs, quantize_type, quantize_out;
+  std::string model, device, libs, quantize_type, quantize_out, logits_out;
   std::vector<uint32_t> contexts{32768}, kernel_contexts;
+  std::vector<int32_t> logits_tokens;
   uint32_t batch = 2048, decode_steps = 16, rounds = 2, kernel_tokens = 2048, repeat = 20;
   bool run_model = true, run_kernels = true, verbose = false;
 };
@@ -70,6 +80,23 @@ std::vector<uint32_t> numbers(const std::string& flag, const std::string& text) 
     if (item.empty() || *end || value == 0 || value > (1ul << 24))
       throw UsageError(flag + ": not a count: '" + item + "'");
     out.push_back(uint32_t(value));
+    at = comma + 1;
+  }
+  return out;
+}
+
+// Token ids, 0 among them; the model's vocabulary bounds them once it is loaded.
+std::vector<int32_t> token_ids(const std::string& text) {
+  std::vector<int32_t> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    char* end = nullptr;
+    const unsigned long value = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end || item[0] == '-' || value >= (1ul << 31))
+      throw UsageError("--logits: not a token id: '" + item + "'");
+    out.push_back(int32_t(value));
     at = comma + 1;
   }
   return out;
@@ -95,6 +122,12 @@ Options parse(int argc, char** argv) {
       if (i + 2 >= argc) throw UsageError("--quantize needs a type and an output file");
       o.quantize_type = argv[++i];
       o.quantize_out = argv[++i];
+      continue;
+    }
+    if (flag == "--logits") {
+      if (i + 2 >= argc) throw UsageError("--logits needs token ids and an output file");
+      o.logits_tokens = token_ids(argv[++i]);
+      o.logits_out = argv[++i];
       continue;
     }
     static const char* kValued[] = {"--model",           "--device", "--libs",         "--contexts",
@@ -314,11 +347,11 @@ std::string json_list(const std::vector<double>& v) {
   return out + "]";
 }
 
-int run(const Options& o) {
+// ggml's Vulkan device for o.device, with ggml's backends loaded from o.libs.
+ggml_backend_dev_t vulkan_backend(const Options& o, std::string& device_name) {
   g_log.verbose = o.verbose;
   ggml_log_set(log_line, nullptr);
   llama_log_set(log_line, nullptr);
-  std::string device_name;
   const uint32_t index = vulkan_device(o.device, device_name);
   setenv("GGML_VK_VISIBLE_DEVICES", std::to_string(index).c_str(), 1);
   // The kernels alone are timed by ggml's own GPU timestamps too; a model's
@@ -335,15 +368,25 @@ int run(const Options& o) {
     if (std::string(ggml_backend_reg_name(ggml_backend_dev_backend_reg(d))) == "Vulkan") device = d;
   }
   if (!device) throw std::runtime_error("ggml has no Vulkan device: libggml-vulkan.so not in " + libs + "?");
+  return device;
+}
 
+llama_model* load_model(const Options& o, ggml_backend_dev_t device) {
   llama_model_params mp = llama_model_default_params();
   ggml_backend_dev_t devices[] = {device, nullptr};
   mp.devices = devices;
   mp.n_gpu_layers = -1;          // every layer
   mp.vocab_only = !o.run_model;  // the kernels need only the shape
-  const double load_start = now_ms();
   llama_model* model = llama_model_load_from_file(o.model.c_str(), mp);
   if (!model) throw std::runtime_error(o.model + ": llama.cpp could not load it (--verbose says why)");
+  return model;
+}
+
+int run(const Options& o) {
+  std::string device_name;
+  ggml_backend_dev_t device = vulkan_backend(o, device_name);
+  const double load_start = now_ms();
+  llama_model* model = load_model(o, device);
   const double load_ms = now_ms() - load_start;
   const peer::LayerShape shape = layer_shape(model);
 
@@ -416,6 +459,70 @@ int run(const Options& o) {
   return 0;
 }
 
+// o.logits_tokens through the model in one batch, every position's logits into o.logits_out.
+int logits(const Options& o) {
+  std::string device_name;
+  ggml_backend_dev_t device = vulkan_backend(o, device_name);
+  llama_model* model = load_model(o, device);
+  const int32_t vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  const int32_t n = int32_t(o.logits_tokens.size());
+  for (int32_t id : o.logits_tokens)
+    if (id >= vocab)
+      throw std::runtime_error("--logits: token id " + std::to_string(id) + " is past the vocabulary (" +
+                               std::to_string(vocab) + ")");
+  // The settings of run_model's prefill, so that these are the logits whose speed it times.
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = cp.n_batch = cp.n_ubatch = uint32_t(n);
+  cp.n_seq_max = 1;
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+  cp.type_k = cp.type_v = GGML_TYPE_F16;
+  cp.offload_kqv = true;
+  cp.no_perf = true;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (!ctx) throw std::runtime_error("llama_init_from_model failed");
+  llama_batch batch = llama_batch_init(n, 0, 1);
+  for (int32_t i = 0; i < n; ++i) {
+    batch.token[i] = o.logits_tokens[i];
+    batch.pos[i] = i;
+    batch.n_seq_id[i] = 1;
+    batch.seq_id[i][0] = 0;
+    batch.logits[i] = 1;
+  }
+  batch.n_tokens = n;
+  if (const int32_t r = llama_decode(ctx, batch); r != 0)
+    throw std::runtime_error("llama_decode of the tokens returned " + std::to_string(r));
+
+  std::string out = "{\n  \"peer\": \"llama.cpp Vulkan\",\n  \"source\": " + json_text(PEER_SOURCE) +
+                    ",\n  \"device\": " + json_text(device_name) +
+                    ",\n  \"ggml_device\": " + json_text(g_log.device_line) +
+                    ",\n  \"model\": " + json_text(std::filesystem::absolute(o.model).string()) +
+                    ",\n  \"tokens\": [";
+  for (int32_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(o.logits_tokens[i]);
+  out += "],\n  \"vocab\": " + std::to_string(vocab) + ",\n  \"logits\": [";
+  char buf[32];
+  for (int32_t i = 0; i < n; ++i) {
+    const float* row = llama_get_logits_ith(ctx, i);
+    if (!row) throw std::runtime_error("llama.cpp kept no logits for position " + std::to_string(i));
+    out += i ? ",\n    [" : "\n    [";
+    for (int32_t v = 0; v < vocab; ++v) {
+      std::snprintf(buf, sizeof buf, "%s%.9g", v ? ", " : "", row[v]);  // a float32 exactly
+      out += buf;
+    }
+    out += "]";
+  }
+  out += "\n  ]\n}\n";
+  llama_batch_free(batch);
+  llama_free(ctx);
+  llama_model_free(model);
+  llama_backend_free();
+  FILE* f = std::fopen(o.logits_out.c_str(), "w");
+  if (!f || std::fputs(out.c_str(), f) < 0 || std::fclose(f) != 0)
+    throw std::runtime_error(o.logits_out + ": could not be written");
+  std::fprintf(stderr, "llamacpp_peer: the logits of %d positions on %s (%s) into %s\n", n, device_name.c_str(),
+               PEER_SOURCE, o.logits_out.c_str());
+  return 0;
+}
+
 // llama.cpp's quantizer on o.model into o.quantize_out.
 int quantize(const Options& o) {
   static const std::pair<const char*, llama_ftype> kTypes[] = {
@@ -442,6 +549,7 @@ int main(int argc, char** argv) {
   try {
     const Options options = parse(argc, argv);
     if (!options.quantize_type.empty()) return quantize(options);
+    if (!options.logits_out.empty()) return logits(options);
     return run(options);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "llamacpp_peer: %s (--help for usage)\n", e.what());

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""A GGUF file of random F16 weights for a Hugging Face config.json (the
-shapes in assets/shapes/), that llama.cpp and kvscope both read:
+"""A GGUF file of random F16 (or ggml block-typed) weights for a Hugging Face
+config.json (the shapes in assets/shapes/), that llama.cpp and kvscope both read:
 
   python3 tools/peers/llamacpp/write_gguf.py assets/shapes/llama-3.1-8b.json /tmp/llama-3.1-8b.gguf
+  python3 tools/peers/llamacpp/write_gguf.py assets/shapes/llama-3.1-8b.json /tmp/llama-3.1-8b-q4_k.gguf --type q4_k
 
 The weights are kvscope's own `--random-weights` draw (engine/model/
 random_weights.cpp, shaders/model_random_fill.comp): element i of matrix k
@@ -13,6 +14,20 @@ at 2 + 7l + 0..6) is the top byte of a hash of (key, i), minus 128, over
 --model FILE.gguf` runs the model that `kvscope ... --model CONFIG
 --random-weights --seed S` runs (tests/gguf_writer_test.sh holds the two
 forward passes together).
+
+`--type T` (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k,
+any case; f16 the default) writes every matrix as ggml's blocks of T, the
+draw of `kvscope ... --random-weights --weight-type T` (norms stay F32):
+word w (4 bytes, little-endian) of a matrix's bytes, its blocks in row
+order, is mix32(w ^ mix32(key)), the F16 draw's key; then each block's fp16
+scale fields (d, and m or dmin where the type has one) are overwritten with
+constants (write_gguf.py's BLOCK_TYPES: Q8_0's d 2^-12, Q4_K's d and dmin
+2^-14, ...), the quants and sub-scales staying hashed. The words count in
+Hugging Face's row order: a permuted q or k row holds the bytes of the row
+it came from. Each matrix's rows must be whole blocks (32 values for the
+legacy types, 256 for the K types), else exit 2 naming the tensor. llama.cpp
+reads these files as it reads its quantizer's; `general.file_type` is the
+quantizer's for T.
 
 llama-family models (LlamaForCausalLM, MistralForCausalLM) are written as
 llama.cpp's converter writes them: architecture `llama`, the q and k rows
@@ -31,7 +46,8 @@ tokenizer.json (for a `--random-weights` run of the config beside it).
 
 The file is written tensor by tensor in blocks, `--jobs` processes at once
 (default: every core), never holding the model in memory: Llama-3.2-1B's
-2.5 GB took 22 s on 2 cores (an 8B shape is 16 GB).
+2.5 GB took 22 s on 2 cores (an 8B shape is 16 GB); Llama-3.1-8B's 4.5 GB
+at Q4_K took 16 s.
 """
 import argparse
 import concurrent.futures
@@ -50,6 +66,36 @@ TASK = 1 << 24  # elements a job writes per task
 # GGUF's value and tensor types (gguf.h).
 U32, I32, F32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9
 TENSOR_F32, TENSOR_F16 = 0, 1
+LLAMA_FTYPE_MOSTLY_F16 = 1
+
+
+class BlockType:
+    """A ggml block type as --type writes it: ggml's type number, a block's values
+    and bytes, llama.cpp's llama_ftype for a file of it, and its fp16 scale fields
+    (byte offset in the block, constant's bits)."""
+
+    def __init__(self, name, ggml_type, elements, block_bytes, ftype, scales):
+        self.name, self.ggml_type, self.elements, self.block_bytes = name, ggml_type, elements, block_bytes
+        self.ftype, self.scales = ftype, scales
+
+
+# ggml's block layouts (engine/formats/ggml_blocks.h) and llama.h's llama_ftype.
+# llama.cpp has no ftype for "every matrix Q3_K/Q4_K/Q5_K": the _S variants are
+# the nearest (mostly that type). Fixed scales keep every value bounded (within
+# [-1/32, 1/32] for the legacy types and Q3_K, [-1/4, 1/4] at worst, Q6_K).
+BLOCK_TYPES = {t.name: t for t in (
+    BlockType("q8_0", 8, 32, 34, 7, [(0, 0x0C00)]),
+    BlockType("q4_0", 2, 32, 18, 2, [(0, 0x1C00)]),
+    BlockType("q4_1", 3, 32, 20, 3, [(0, 0x1C00), (2, 0xA800)]),
+    BlockType("q5_0", 6, 32, 22, 8, [(0, 0x1800)]),
+    BlockType("q5_1", 7, 32, 24, 9, [(0, 0x1800), (2, 0xA800)]),
+    BlockType("q2_k", 10, 256, 84, 10, [(80, 0x1400), (82, 0x1400)]),  # LLAMA_FTYPE_MOSTLY_Q2_K
+    BlockType("q3_k", 11, 256, 110, 11, [(108, 0x0C00)]),  # LLAMA_FTYPE_MOSTLY_Q3_K_S
+    BlockType("q4_k", 12, 256, 144, 14, [(0, 0x0400), (2, 0x0400)]),  # LLAMA_FTYPE_MOSTLY_Q4_K_S
+    BlockType("q5_k", 13, 256, 176, 16, [(0, 0x0400), (2, 0x0400)]),  # LLAMA_FTYPE_MOSTLY_Q5_K_S
+    BlockType("q6_k", 14, 256, 210, 18, [(208, 0x0400)]),  # LLAMA_FTYPE_MOSTLY_Q6_K
+)}
+TYPE_NAMES = ["f16", *BLOCK_TYPES]
 # llama.cpp's token types (llama.h): normal, control.
 NORMAL, CONTROL = 1, 3
 
@@ -184,7 +230,8 @@ def tokenizer_json(texts, types):
 class Tensor:
     """A tensor of the file: its GGUF name and dims (Hugging Face's shape reversed),
     and what fills it: a random matrix (its key index; `heads` for q/k rows permuted
-    per head), ones, zeros or given F32 values."""
+    per head), ones, zeros or given F32 values. A random matrix is F16 until
+    set_block gives it a BlockType."""
 
     def __init__(self, name, shape, fill, index=None, heads=None, values=None):
         self.name, self.shape, self.fill, self.index, self.heads, self.values = name, shape, fill, index, heads, values
@@ -192,6 +239,15 @@ class Tensor:
         self.count = math.prod(shape)
         self.bytes = self.count * (2 if self.type == TENSOR_F16 else 4)
         self.offset = 0
+
+    def set_block(self, block):
+        rows, cols = self.shape
+        if cols % block.elements:
+            print(f"write_gguf: {self.name} has rows of {cols} values, which {block.name.upper()} takes only in "
+                  f"whole blocks of {block.elements}", file=sys.stderr)
+            sys.exit(2)
+        self.type = block.ggml_type
+        self.bytes = rows * (cols // block.elements) * block.block_bytes
 
 
 def tensors(shape):
@@ -261,10 +317,10 @@ class Header:
         return b"".join(self.parts)
 
 
-def metadata(shape, name, texts, types):
+def metadata(shape, name, texts, types, file_type=LLAMA_FTYPE_MOSTLY_F16):
     s, a = shape, shape.arch
     entries = [("general.architecture", STRING, a), ("general.name", STRING, name),
-               ("general.file_type", U32, 1),  # LLAMA_FTYPE_MOSTLY_F16
+               ("general.file_type", U32, file_type),
                ("general.alignment", U32, ALIGNMENT),
                (f"{a}.context_length", U32, s.positions), (f"{a}.embedding_length", U32, s.hidden),
                (f"{a}.block_count", U32, s.layers), (f"{a}.feed_forward_length", U32, s.intermediate),
@@ -314,13 +370,54 @@ def write_task(path, offset, tensor_fields, seed, first, count):
         os.close(fd)
 
 
+def block_bytes(block, mixed_key, start, end):
+    """Bytes [start, end) of a matrix of `block`s drawn from mix32(key), in Hugging
+    Face's row order; start is a block's first byte."""
+    first, last = start // 4, (end + 3) // 4
+    words = np.arange(first, last, dtype=np.uint64).astype(np.uint32)
+    words ^= np.uint32(mixed_key)
+    mix32(words)
+    data = words.astype("<u4", copy=False).view(np.uint8)[start - 4 * first:end - 4 * first]
+    fields = data[:(end - start) // block.block_bytes * block.block_bytes].reshape(-1, block.block_bytes)
+    for at, bits in block.scales:
+        fields[:, at] = bits & 0xFF
+        fields[:, at + 1] = bits >> 8
+    return data
+
+
+def write_block_task(path, offset, tensor_fields, seed, type_name, first_row, row_count):
+    """Writes rows [first_row, first_row + row_count) of a block-typed random matrix
+    (whole heads where its rows are permuted) at their place in the file."""
+    index, rows, cols, heads = tensor_fields
+    block = BLOCK_TYPES[type_name]
+    row_bytes = cols // block.elements * block.block_bytes
+    unit = rows // heads if heads else 1
+    piece = max(unit, 4 * BLOCK // row_bytes // unit * unit)
+    mixed_key = mix32(weight_key(seed, index))
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for row in range(first_row, first_row + row_count, piece):
+            n = min(piece, first_row + row_count - row)
+            data = block_bytes(block, mixed_key, row * row_bytes, (row + n) * row_bytes)
+            if heads:  # a head's file rows (i, s) are its Hugging Face rows (s, i): as write_task
+                data = data.reshape(n // unit, 2, unit // 2, row_bytes).transpose(0, 2, 1, 3)
+            os.pwrite(fd, np.ascontiguousarray(data).tobytes(), offset + row * row_bytes)
+    finally:
+        os.close(fd)
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    paragraphs = __doc__.split("\n\n")
+    parser = argparse.ArgumentParser(description=paragraphs[0].rstrip(":") + ".", epilog=next(
+        p for p in paragraphs if p.startswith("`--type")), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", help="a Hugging Face config.json (assets/shapes/*.json)")
     parser.add_argument("out", help="the GGUF file to write")
     parser.add_argument("--seed", type=int, default=0, help="kvscope's --seed (default 0)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count(), help="processes hashing at once")
     parser.add_argument("--tokenizer-json", help="also write the tokenizer as a Hugging Face tokenizer.json here")
+    parser.add_argument("--type", type=str.lower, choices=TYPE_NAMES, default="f16", metavar="TYPE",
+                        help="the matrices' ggml type, kvscope's --weight-type: " + ", ".join(TYPE_NAMES) +
+                             " (default f16): the draw below")
     args = parser.parse_args()
 
     config = json.load(open(args.config))
@@ -331,13 +428,18 @@ def main():
         with open(args.tokenizer_json, "w") as f:
             json.dump(tokenizer_json(texts, types), f, ensure_ascii=False)
     table = tensors(shape)
+    block = BLOCK_TYPES.get(args.type)
+    if block:
+        for t in table:
+            if t.fill == "random":
+                t.set_block(block)
     offset = 0
     for t in table:
         t.offset = offset
         offset = (offset + t.bytes + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
     data_bytes = offset
 
-    scalars, arrays = metadata(shape, name, texts, types)
+    scalars, arrays = metadata(shape, name, texts, types, block.ftype if block else LLAMA_FTYPE_MOSTLY_F16)
     h = Header()
     h.raw("4sIQQ", b"GGUF", 3, len(table), len(scalars) + len(arrays))
     for key, kind, value in scalars:
@@ -364,17 +466,26 @@ def main():
                 f.write(np.asarray(values, dtype="<f4").tobytes())
     tasks = []
     for t in table:
-        if t.fill == "random":
-            rows, cols = t.shape
+        if t.fill != "random":
+            continue
+        rows, cols = t.shape
+        fields = (t.index, rows, cols, t.heads)
+        if block:  # whole heads where rows are permuted: a row moves only within its head
+            unit = rows // t.heads if t.heads else 1
+            step = max(unit, TASK // cols // unit * unit)
+            for first in range(0, rows, step):
+                tasks.append((write_block_task, partial, data_start + t.offset, fields, args.seed, args.type, first,
+                              min(step, rows - first)))
+        else:
             for first in range(0, t.count, TASK):
-                tasks.append((partial, data_start + t.offset, (t.index, rows, cols, t.heads), args.seed, first,
+                tasks.append((write_task, partial, data_start + t.offset, fields, args.seed, first,
                               min(TASK, t.count - first)))
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for future in [pool.submit(write_task, *task) for task in tasks]:
+        for future in [pool.submit(*task) for task in tasks]:
             future.result()
     os.replace(partial, args.out)
     print(f"write_gguf: {args.out}: {shape.arch}, {shape.layers} layers, {len(table)} tensors, "
-          f"{(data_start + data_bytes) / 1e9:.2f} GB", file=sys.stderr)
+          f"{args.type.upper()}, {(data_start + data_bytes) / 1e9:.2f} GB", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Files made by llama.cpp's own quantizer read and run: tests/data/
+# llamacpp_quantized/ holds a tiny random Llama quantized by llama.cpp to
+# Q8_0, Q4_0, Q4_K_M (Q4_K and Q6_K blocks) and Q6_K, and the logits llama.cpp
+# gave on each for one prompt (tools/peers/llamacpp/record_quantized_fixtures.sh
+# writes them all). `kvscope generate --logits` on each file must see the
+# recorded token ids and tensor types, give the recorded logits within TOL at
+# the recorded positions, and llama.cpp's argmax at every position whose top-2
+# gap is over 2 TOL (where no pair of differences within TOL could swap them).
+#   llamacpp_quantized_test.sh KVSCOPE [PYTHON] [DIR]
+# DIR: another folder the recorder wrote (tests/llamacpp_peer_test.sh's live one).
+#
+# TOL = 2e-3, set from measurement on lavapipe. llama.cpp recorded its logits
+# with its Vulkan backend on lavapipe in F32 arithmetic (GGML_VK_DISABLE_F16=1;
+# by default it keeps activations and sums in F16 there, 0.02 off F32 on these
+# logits, which reach 3.2). On the F16 file of the same model kvscope gives
+# llama.cpp's logits to 1e-5; on the four quantized files at most 5e-4, from
+# kvscope's reader widening each dequantized weight to fp16 (2^-12 relative
+# each). TOL is four times that, and a quarter of the smallest wrong reading
+# measured: Q8_0's weights taken as their F16 originals move the logits by
+# 8e-3, Q4_K_M's Q4_K matrices taken as Q6_K by 0.058, Q4_0's by 0.12.
+set -u
+kvscope=$(realpath "$1")
+python=${2:-python3}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(realpath "${3:-$repo/tests/data/llamacpp_quantized}")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/expect.sh"
+"$python" -c "import numpy" 2>/dev/null || { echo "SKIP: $python has no numpy (python3-numpy)"; exit 77; }
+
+prompt=$("$python" -c "import json, sys; print(json.load(open(sys.argv[1]))['prompt'])" "$dir/logits.json")
+for type in Q8_0 Q4_0 Q4_K_M Q6_K; do
+  expect 0 "kvscope runs llama.cpp's $type file" -- "$kvscope" generate --model "$dir/$type.gguf" --prompt "$prompt" \
+    --steps 1 --logits "$work/$type.safetensors"
+  if "$python" - "$dir" "$work" "$type" <<'EOF'; then echo "ok: $type: llama.cpp's logits"; passes=$((passes + 1)); else fail "$type: kvscope's logits are not llama.cpp's"; fi
+import hashlib, json, struct, sys
+import numpy as np
+
+TOL = 2e-3
+GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K", 11: "Q3_K",
+              12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 30: "BF16"}
+SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def tensors(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    out = {}
+    for name, t in json.loads(data[8:8 + n]).items():
+        if name != "__metadata__":
+            start, end = t["data_offsets"]
+            out[name] = np.frombuffer(data[8 + n + start:8 + n + end],
+                                      {"F32": np.float32, "I32": np.int32}[t["dtype"]]).reshape(t["shape"])
+    return out
+
+
+def tensor_types(data):
+    """GGUF's tensor infos: each tensor's name and type (the metadata walked over)."""
+    at = 8
+    count, kv_count = struct.unpack_from("<QQ", data, at)
+    at += 16
+
+    def text():
+        nonlocal at
+        (n,) = struct.unpack_from("<Q", data, at)
+        at += 8 + n
+        return data[at - n:at].decode()
+
+    def skip(kind):
+        nonlocal at
+        if kind == 8:
+            text()
+        elif kind == 9:
+            inner, n = struct.unpack_from("<IQ", data, at)
+            at += 12
+            for _ in range(n):
+                skip(inner)
+        else:
+            at += struct.calcsize("<" + SCALARS[kind])
+
+    for _ in range(kv_count):
+        text()
+        (kind,) = struct.unpack_from("<I", data, at)
+        at += 4
+        skip(kind)
+    types = {}
+    for _ in range(count):
+        name = text()
+        (dims,) = struct.unpack_from("<I", data, at)
+        at += 4 + 8 * dims
+        kind, _ = struct.unpack_from("<IQ", data, at)
+        at += 12
+        types[name] = GGML_TYPES.get(kind, str(kind))
+    return types
+
+
+d, work, kind = sys.argv[1:]
+fixture = json.load(open(d + "/logits.json"))
+recorded = fixture["files"][kind + ".gguf"]
+data = open(f"{d}/{kind}.gguf", "rb").read()
+ours = tensors(f"{work}/{kind}.safetensors")
+ok = True
+if hashlib.sha256(data).hexdigest() != recorded["sha256"] or tensor_types(data) != recorded["tensors"]:
+    print(f"  {kind}.gguf is not the file logits.json was recorded on (record_quantized_fixtures.sh writes both)")
+    ok = False
+if ours["tokens"].tolist() != fixture["tokens"]:
+    print(f"  kvscope's tokens {ours['tokens'].tolist()} are not the recorded {fixture['tokens']}")
+    sys.exit(1)
+logits = ours["logits"].astype(np.float64)
+difference = np.abs(logits[fixture["positions"]] - np.array(recorded["logits"]))
+position, token = np.unravel_index(difference.argmax(), difference.shape)
+error = float(difference.max())
+if error > TOL:
+    print(f"  position {fixture['positions'][position]}, token {token}: kvscope {logits[fixture['positions'][position], token]:.6g}, "
+          f"llama.cpp {recorded['logits'][position][token]:.6g}")
+    ok = False
+clear = np.array(recorded["top2_gap"]) > 2 * TOL
+swapped = np.flatnonzero(clear & (logits.argmax(axis=1) != np.array(recorded["argmax"])))
+if swapped.size:
+    print(f"  kvscope's argmax is not llama.cpp's at positions {swapped.tolist()}")
+    ok = False
+kinds = ", ".join(sorted(set(recorded["tensors"].values()) - {"F32"}))
+print(f"  {kind} ({kinds}): logits within {error:.1e} of llama.cpp's at the last "
+      f"{len(fixture['positions'])} of {len(fixture['tokens'])} positions (tolerance {TOL:g}), "
+      f"the same argmax at {int(clear.sum()) - swapped.size} of {int(clear.sum())} positions clear of it")
+sys.exit(0 if ok else 1)
+EOF
+done
+
+echo "$passes passed, $failures failed"
+[ "$failures" = 0 ]
