@@ -368,12 +368,12 @@ TEST(GgufModel, GivesTheSafetensorsModelsLogits) {
   }
 }
 
-// A GGUF file of block-quantized matrices (Q8_0 and Q4_0 mixed) reads as
-// fp16 weights of the blocks' values (each within half its block's step of
-// the fp16 weight it was made from), q and k rows where RoPE wants them, and
-// the GPU holds it to float64 as any fp16 model. (How far the logits move
-// with 4-bit random weights depends on the draw: not a property to hold.)
-TEST(GgufModel, ReadsBlockQuantizedMatricesAsFp16) {
+// A GGUF file of block-quantized matrices (Q8_0 and Q4_0 mixed) keeps them
+// as blocks (each value within half its block's step of the fp16 weight it
+// was made from), q and k rows where RoPE wants them, and the GPU holds it to
+// float64 over the blocks' values. (How far the logits move with 4-bit random
+// weights depends on the draw: not a property to hold.)
+TEST(GgufModel, ReadsBlockQuantizedMatricesAsBlocks) {
   const uint32_t seed = test::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TinyModel m{"gguf_quantized"};
@@ -383,24 +383,20 @@ TEST(GgufModel, ReadsBlockQuantizedMatricesAsFp16) {
   const model::LayerWeights &want = plain.layers()[1], &got = quantized.layers()[1];
   for (const auto& [a, b] : {std::pair{&want.wq, &got.wq}, {&want.w_down, &got.w_down}, {&want.wo, &got.wo}}) {
     SCOPED_TRACE(b->name);
-    ASSERT_EQ(b->dtype, DType::f16);
-    ASSERT_EQ(b->shape, a->shape);
-    ASSERT_EQ(b->data.size(), a->data.size());
     // Each value within half a step of its block's scale (Q8_0: amax / 127, Q4_0: amax / 7).
     const bool four_bits = b->name.ends_with("ffn_down.weight");
-    for (size_t block = 0; block < a->data.size() / 64; ++block) {
+    ASSERT_EQ(b->blocks, four_bits ? formats::GgmlType::q4_0 : formats::GgmlType::q8_0);
+    ASSERT_EQ(b->dtype, DType::f16);
+    ASSERT_EQ(b->shape, a->shape);
+    ASSERT_EQ(b->data.size(), a->count() / 32 * (four_bits ? 18 : 34));
+    const std::vector<float> x_all = model::to_floats(*a), y_all = model::to_floats(*b);
+    for (size_t block = 0; block < x_all.size() / 32; ++block) {
       float amax = 0;
-      std::vector<float> x(32), y(32);
-      for (size_t i = 0; i < 32; ++i) {
-        uint16_t h;
-        std::memcpy(&h, a->data.data() + (block * 32 + i) * 2, 2);
-        x[i] = half_to_float(h);
-        std::memcpy(&h, b->data.data() + (block * 32 + i) * 2, 2);
-        y[i] = half_to_float(h);
-        amax = std::max(amax, std::abs(x[i]));
-      }
+      for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::abs(x_all[block * 32 + i]));
       const float step = amax / (four_bits ? 7.0f : 127.0f);
-      for (size_t i = 0; i < 32; ++i) ASSERT_NEAR(y[i], x[i], 0.5f * step * 1.01f + 1e-3f * std::abs(x[i])) << "block " << block;
+      for (size_t i = 0; i < 32; ++i)
+        ASSERT_NEAR(y_all[block * 32 + i], x_all[block * 32 + i], 0.5f * step * 1.01f + 1e-3f * std::abs(x_all[block * 32 + i]))
+            << "block " << block;
     }
   }
   std::mt19937 rng(seed);
