@@ -42,6 +42,11 @@ layout(constant_id = 3) const bool ROPE = false;
 layout(constant_id = 4) const uint BLOCK_TYPE0 = 0xffffffffu;
 layout(constant_id = 5) const uint BLOCK_TYPE1 = 0xffffffffu;
 layout(constant_id = 6) const uint BLOCK_TYPE2 = 0xffffffffu;
+// Whether a lane keeps several pieces of a row in flight (GPUs: what hides
+// the memory's latency) or walks the row a piece at a time (CPUs: lavapipe
+// vectorises across lanes anyway, and compiles a third of the code, which
+// was most of the test suite's time there; docs/perf.md).
+layout(constant_id = 7) const bool PIECES_IN_FLIGHT = true;
 const uint LANES = 32, ROWS = 8, INVOCATIONS = 256;
 layout(local_size_x = 256) in;  // LANES * ROWS
 
@@ -109,7 +114,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
       const uint STRIDE = 8u * LANES * SLICES;                                           \
       uint k = 8u * (lane + LANES * slice);                                                 \
       vec4 lo0, hi0, lo1, hi1, lo2, hi2, lo3, hi3;                                          \
-      for (; k + 3u * STRIDE < pc.n_in; k += 4u * STRIDE) {                                 \
+      for (; PIECES_IN_FLIGHT && k + 3u * STRIDE < pc.n_in; k += 4u * STRIDE) {             \
         LOAD(row_start + k, lo0, hi0);                                                      \
         LOAD(row_start + k + STRIDE, lo1, hi1);                                             \
         LOAD(row_start + k + 2u * STRIDE, lo2, hi2);                                        \
@@ -148,7 +153,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
       const uint STRIDE = 8u * LANES * SLICES;                                             \
       uint k = 8u * (lane + LANES * slice);                                                   \
       vec4 a0, a1, b0, b1, c0, c1, d0, d1;                                                    \
-      for (; k + STRIDE < pc.n_in; k += 2u * STRIDE) {                                        \
+      for (; PIECES_IN_FLIGHT && k + STRIDE < pc.n_in; k += 2u * STRIDE) {                    \
         LOAD_A(start_a + k, a0, a1);                                                          \
         LOAD_B(start_b + k, b0, b1);                                                          \
         LOAD_A(start_a + k + STRIDE, c0, c1);                                                 \
@@ -161,7 +166,7 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
         sum_a += dot(c0, lo) + dot(c1, hi);                                                   \
         sum_b += dot(d0, lo) + dot(d1, hi);                                                   \
       }                                                                                       \
-      if (k < pc.n_in) {                                                                      \
+      for (; k < pc.n_in; k += STRIDE) {                                                      \
         LOAD_A(start_a + k, a0, a1);                                                          \
         LOAD_B(start_b + k, b0, b1);                                                          \
         const vec4 lo = input4(k / 4u), hi = input4(k / 4u + 1u);                             \

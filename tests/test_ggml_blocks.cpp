@@ -66,8 +66,9 @@ struct Block {
 
 class GgmlBlocksTypes : public testing::Test {
  protected:
-  std::mt19937 rng{seed_ = kv::test::test_seed()};
-  uint32_t seed_ = 0;
+  // The seed first: members start in their order, and rng's is the seed's value.
+  uint32_t seed_ = kv::test::test_seed();
+  std::mt19937 rng{seed_};
   uint32_t draw(uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(rng); }
   float scale() { return half_to_float(float_to_half(std::uniform_real_distribution<float>(0.001f, 0.1f)(rng))); }
 

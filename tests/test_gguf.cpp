@@ -1,4 +1,4 @@
-// The GGUF container reader (engine/model/gguf.h) on files the test writes:
+// The GGUF container reader (engine/formats/gguf.h) on files the test writes:
 // metadata of every type and tensors of each type read back where they lie;
 // every truncation, and each kind of bad header, refused in one line before
 // anything the file claims is allocated.
@@ -13,7 +13,8 @@
 #include "base/error.h"
 #include "gguf_writer.h"
 #include "model/config.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
+#include "model/gguf_model.h"
 
 namespace kv {
 namespace {
@@ -73,7 +74,7 @@ const std::vector<TensorSpec> kTensors = {
 
 TEST(Gguf, ReadsMetadataAndTensorsWhereTheyLie) {
   const std::vector<std::byte> bytes = tiny_gguf(kTensors);
-  const model::GgufFile f = model::parse_gguf(bytes, "tiny.gguf");
+  const formats::GgufFile f = formats::parse_gguf(bytes, "tiny.gguf");
   EXPECT_EQ(f.version, 3u);
   EXPECT_EQ(f.metadata["llama.block_count"], 2);
   EXPECT_EQ(f.metadata["general.architecture"], "llama");
@@ -95,7 +96,7 @@ TEST(Gguf, ReadsMetadataAndTensorsWhereTheyLie) {
 // Refused in one line naming the file; never anything but InputError.
 void expect_refused(const std::vector<std::byte>& bytes, const std::string& says) {
   try {
-    (void)model::parse_gguf(bytes, "bad.gguf");
+    (void)formats::parse_gguf(bytes, "bad.gguf");
     ADD_FAILURE() << "accepted a file that should say '" << says << "'";
   } catch (const InputError& e) {
     const std::string what = e.what();
@@ -111,7 +112,7 @@ TEST(Gguf, RefusesEveryTruncation) {
     // A cut inside the last tensor's padding still holds every tensor.
     if (n >= bytes.size() - 28) continue;
     SCOPED_TRACE("first " + std::to_string(n) + " bytes");
-    EXPECT_THROW((void)model::parse_gguf(std::span(bytes).first(n), "cut.gguf"), InputError);
+    EXPECT_THROW((void)formats::parse_gguf(std::span(bytes).first(n), "cut.gguf"), InputError);
   }
 }
 
@@ -160,7 +161,7 @@ TEST(Gguf, RefusesBadHeadersCountsTypesAndOffsets) {
 // neighbouring channels, YaRN's keys; other architectures, partial RoPE,
 // unknown scalings and Llama 3's frequency tensor refused naming the key.
 TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
-  model::GgufFile f;
+  formats::GgufFile f;
   f.metadata = {{"general.architecture", "llama"},
                 {"llama.embedding_length", 64},
                 {"llama.block_count", 2},
@@ -187,7 +188,7 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
   EXPECT_EQ(c.rope_pairs, model::RopePairs::interleaved);
   EXPECT_EQ(c.bos_token, 1);
   EXPECT_NEAR(c.rope_inverse_frequencies[1], 1 / std::pow(500000.0, 2.0 / 16), 1e-7);
-  f.tensors.push_back({"output.weight", {64, 3}, model::GgufType::f16, {}});
+  f.tensors.push_back({"output.weight", {64, 3}, formats::GgmlType::f16, {}});
   f.metadata["llama.rope.scaling.type"] = "yarn";
   f.metadata["llama.rope.scaling.factor"] = 4.0;
   f.metadata["llama.rope.scaling.original_context_length"] = 128;
@@ -199,7 +200,7 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
   // frequency factors and original context) gives the frequencies
   // transformers' llama3 scaling gives for the same config.
   {
-    model::GgufFile llama31 = f;
+    formats::GgufFile llama31 = f;
     llama31.metadata.erase("llama.rope.scaling.type");
     const double factor = 8, low = 1, high = 4, original = 64, base = 500000.0;
     std::vector<float> divisors;
@@ -212,7 +213,7 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
         divisors.push_back(float(1 / ((1 - smooth) / factor + smooth)));
       }
     }
-    llama31.tensors = {{"rope_freqs.weight", {8}, model::GgufType::f32, std::as_bytes(std::span(divisors))}};
+    llama31.tensors = {{"rope_freqs.weight", {8}, formats::GgmlType::f32, std::as_bytes(std::span(divisors))}};
     const model::ModelConfig from_gguf = model::gguf_model_config(llama31, "m.gguf");
     const model::ModelConfig from_hf = model::parse_hf_config(
         R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -226,10 +227,10 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
       EXPECT_NEAR(from_gguf.rope_inverse_frequencies[i], from_hf.rope_inverse_frequencies[i],
                   1e-6 * from_hf.rope_inverse_frequencies[i]) << "pair " << i;
     std::vector<float> too_few(4, 1.0f);
-    llama31.tensors = {{"rope_freqs.weight", {4}, model::GgufType::f32, std::as_bytes(std::span(too_few))}};
+    llama31.tensors = {{"rope_freqs.weight", {4}, formats::GgmlType::f32, std::as_bytes(std::span(too_few))}};
     EXPECT_THROW((void)model::gguf_model_config(llama31, "m.gguf"), InputError);
   }
-  auto refused = [&](model::GgufFile bad, const std::string& key) {
+  auto refused = [&](formats::GgufFile bad, const std::string& key) {
     try {
       (void)model::gguf_model_config(bad, "m.gguf");
       ADD_FAILURE() << "accepted without " << key;
@@ -237,19 +238,19 @@ TEST(Gguf, LlamaMetadataIsTheModelsConfig) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
     }
   };
-  model::GgufFile qwen = f;
+  formats::GgufFile qwen = f;
   qwen.metadata["general.architecture"] = "qwen2";
   refused(qwen, "general.architecture");
-  model::GgufFile partial = f;
+  formats::GgufFile partial = f;
   partial.metadata["llama.rope.dimension_count"] = 8;
   refused(partial, "llama.rope.dimension_count");
-  model::GgufFile dynamic = f;
+  formats::GgufFile dynamic = f;
   dynamic.metadata["llama.rope.scaling.type"] = "dynamic";
   refused(dynamic, "llama.rope.scaling.type");
-  model::GgufFile llama3 = f;
-  llama3.tensors.push_back({"rope_freqs.weight", {8}, model::GgufType::f32, {}});  // no data
+  formats::GgufFile llama3 = f;
+  llama3.tensors.push_back({"rope_freqs.weight", {8}, formats::GgmlType::f32, {}});  // no data
   refused(llama3, "rope_freqs.weight");
-  model::GgufFile missing = f;
+  formats::GgufFile missing = f;
   missing.metadata.erase("llama.block_count");
   refused(missing, "llama.block_count");
 }

@@ -16,7 +16,8 @@
 #include "base/error.h"
 #include "base/random.h"
 #include "model/chat.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
+#include "model/gguf_model.h"
 #include "model/prompts.h"
 #include "model/tokenizer.h"
 
@@ -93,7 +94,7 @@ TEST(Tokenizer, GgufMetadataGivesHuggingFacesIds) {
     nlohmann::json merges = nlohmann::json::array();
     for (const nlohmann::json& m : j["model"]["merges"])
       merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
-    model::GgufFile f;
+    formats::GgufFile f;
     f.metadata = {{"tokenizer.ggml.model", "gpt2"}, {"tokenizer.ggml.pre", pre}, {"tokenizer.ggml.tokens", tokens},
                   {"tokenizer.ggml.token_type", types}, {"tokenizer.ggml.merges", merges}};
     const auto tokenizer = model::parse_hf_tokenizer(model::gguf_tokenizer_json(f, "m.gguf"), "m.gguf");
@@ -266,7 +267,7 @@ TEST(Tokenizer, GgufOfTheRealFilesGivesTheirIds) {
       float& score = scores[j["model"]["vocab"][merged].get<size_t>()];
       score = std::max(score, -rank++);
     }
-    model::GgufFile f;
+    formats::GgufFile f;
     f.metadata = {{"tokenizer.ggml.model", kind}, {"tokenizer.ggml.tokens", tokens}, {"tokenizer.ggml.token_type", types}};
     if (std::string(kind) == "llama") {
       f.metadata["tokenizer.ggml.scores"] = scores;

@@ -13,7 +13,8 @@
 #include "base/half.h"
 #include "formats/ggml_quantize.h"
 #include "model/files.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
+#include "model/gguf_model.h"
 
 namespace kv::model {
 namespace {
@@ -361,21 +362,21 @@ void Checkpoint::read_gguf(std::span<const std::byte> bytes, const std::string& 
   Checkpoint& c = *this;
   c.source_ = source;
   c.gguf_ = true;
-  const GgufFile file = parse_gguf(bytes, source);
+  const formats::GgufFile file = formats::parse_gguf(bytes, source);
   c.config_ = gguf_model_config(file, source);
   c.embedded_tokenizer_ = gguf_tokenizer_json(file, source);
   if (file.metadata.contains("tokenizer.chat_template") && file.metadata["tokenizer.chat_template"].is_string())
     c.embedded_chat_template_ = file.metadata["tokenizer.chat_template"].get<std::string>();
-  std::map<std::string, const GgufTensor*> by_name;
-  for (const GgufTensor& t : file.tensors) by_name[t.name] = &t;
+  std::map<std::string, const formats::GgufTensor*> by_name;
+  for (const formats::GgufTensor& t : file.tensors) by_name[t.name] = &t;
   auto get = [&](const std::string& name) {
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw InputError(source + ": GGUF tensor " + name + " missing");
-    const GgufTensor& t = *it->second;
+    const formats::GgufTensor& t = *it->second;
     std::vector<uint64_t> shape(t.dims.rbegin(), t.dims.rend());  // GGUF lists the fastest first
-    if (t.type == GgufType::f16) return Weight{name, DType::f16, shape, t.data};
-    if (t.type == GgufType::bf16) return Weight{name, DType::bf16, shape, t.data};
-    if (t.type == GgufType::f32) return Weight{name, DType::f32, shape, t.data};
+    if (t.type == formats::GgmlType::f16) return Weight{name, DType::f16, shape, t.data};
+    if (t.type == formats::GgmlType::bf16) return Weight{name, DType::bf16, shape, t.data};
+    if (t.type == formats::GgmlType::f32) return Weight{name, DType::f32, shape, t.data};
     return Weight{name, DType::f16, shape, t.data, t.type};
   };
   c.embedding_ = get("token_embd.weight");

@@ -18,8 +18,6 @@
 
 namespace kv::model {
 
-struct GgufTensor;
-
 // One weight: its dtype, shape and bytes (in a mapped file or the checkpoint's
 // own memory; none for a matrix of random weights, which the device draws).
 // A block-quantized matrix (a GGUF file's Q4_K, or random weights of a
@@ -63,7 +61,7 @@ class Checkpoint {
   static Checkpoint open(const std::filesystem::path& path);
   // A llama2.c checkpoint from its bytes; `source` names it in errors.
   static Checkpoint from_llama2c(std::vector<std::byte> bytes, const std::string& source);
-  // A llama-architecture GGUF file from its bytes (engine/model/gguf.h): F32,
+  // A llama-architecture GGUF file from its bytes (formats/gguf.h, model/gguf_model.h): F32,
   // F16 or BF16 tensors, and the block-quantized types of
   // formats/ggml_blocks.h kept as blocks, any mix of them (the plain
   // matrices of such a mix are converted to fp16, the type the blocks'

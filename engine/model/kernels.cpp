@@ -84,6 +84,8 @@ ModelKernels::ModelKernels(const vk::Device& device, DType storage, MatrixKernel
       head_rows_(device, kMaxRopeHeads * sizeof(uint32_t)) {
   head_rows_.fill(0);
   matvec_reads_blocks_ = device_class(device.info()) == DeviceClass::gpu;
+  // KVSCOPE_MATVEC_READS_BLOCKS=0|1: the other path, to time one against the other (tools/dev/README.md).
+  if (const char* forced = std::getenv("KVSCOPE_MATVEC_READS_BLOCKS")) matvec_reads_blocks_ = std::string(forced) == "1";
   if (linear_kernels_ == MatrixKernels::cooperative_matrix2 && !device.cooperative_matrix2())
     throw std::logic_error("model_matmul_cm2 on a device without VK_NV_cooperative_matrix2");
   if (linear_kernels_ != MatrixKernels::none) {
@@ -243,7 +245,8 @@ const vk::Kernel& ModelKernels::matvec(uint32_t slices, bool rope, const uint32_
                                           vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
                                           std::vector<uint32_t>{element_type(storage_),
                                                                 matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u,
-                                                                slices, rope ? 1u : 0u, types[0], types[1], types[2]}))
+                                                                slices, rope ? 1u : 0u, types[0], types[1], types[2],
+                                                                device_class(device_.info()) == DeviceClass::gpu ? 1u : 0u}))
                  .first;
   return kernel->second;
 }

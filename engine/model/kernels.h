@@ -110,10 +110,11 @@ class ModelKernels {
   // them); before recording any such product.
   void reserve_widened(uint64_t values);
   // Whether a decode step's products read blocks in model_matvec (GPUs: the
-  // bytes a step saves) or, through linear(), widen each matrix into the
-  // scratch first (CPUs: lavapipe compiles a model_matvec for each mix of
-  // block types at 8-17 s each, for a step whose time there is arithmetic).
-  // The tests turn it on to hold the GPUs' path on lavapipe.
+  // bytes a step saves) or not (CPUs: lavapipe compiles a model_matvec for
+  // each mix of block types at 8-17 s each, for a step whose time there is
+  // arithmetic; Model widens each matrix once at load there, and linear()
+  // widens a one-token product of blocks into the scratch first). The tests
+  // turn it on to hold the GPUs' path on lavapipe.
   bool matvec_reads_blocks() const { return matvec_reads_blocks_; }
   void set_matvec_reads_blocks(bool on) { matvec_reads_blocks_ = on; }
   // chosen[slot] = the first index of the largest of `n` logits (NaN the least).

@@ -62,7 +62,8 @@ std::string gib(uint64_t bytes) {
 uint32_t checked_capacity(const vk::Device& device, const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk) {
   if (capacity == 0) throw InputError("a model run needs room for at least one token");
   check_sequence_length(checkpoint.config(), capacity);
-  const MemoryPlan plan = plan_memory(checkpoint, capacity, std::max(1u, std::min(chunk, capacity)));
+  const MemoryPlan plan = plan_memory(checkpoint, capacity, std::max(1u, std::min(chunk, capacity)),
+                                      device_class(device.info()) == DeviceClass::cpu);
   const uint64_t available = device.device_local_heap_bytes();
   if (plan.total() > available)
     throw InputError("the run needs " + gib(plan.total()) + " (weights " + gib(plan.weights) + ", KV cache " +
@@ -92,16 +93,28 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
     throw InputError(checkpoint.source() + ": the hidden and intermediate sizes must be even");
   // A random checkpoint's matrices are drawn on the device, each from its own
   // key (the embedding 0, the LM head 1, then seven a layer), in one pass.
-  vk::Pass fills(device, 2 + 7 * c.layers);
+  // Where model_matvec does not read blocks (a CPU: ModelKernels), each
+  // matrix of blocks is widened to fp16 once, in the same pass: the blocks'
+  // values rounded as a chunk's product rounds them, and a decode step at
+  // the fp16 model's speed rather than widening every matrix every step.
+  const bool widen_at_load = !kernels_.matvec_reads_blocks();
+  vk::Pass fills(device, 2 * (2 + 7 * c.layers));
+  std::vector<DeviceMatrix> blocks_to_widen;  // alive until the pass has run
   auto matrix = [&](const Weight& w, uint32_t index) {
-    if (!checkpoint.random()) return upload_matrix(device, w);
-    DeviceMatrix drawn{vk::Buffer(device, (w.bytes() + 3) / 4 * 4 + (w.blocks ? 4 : 0)), w.blocks};
-    kernels_.random_fill(fills, drawn, random_weight_key(checkpoint.seed(), index));
-    return drawn;
+    DeviceMatrix m;
+    if (!checkpoint.random()) {
+      m = upload_matrix(device, w);
+    } else {
+      m = DeviceMatrix{vk::Buffer(device, (w.bytes() + 3) / 4 * 4 + (w.blocks ? 4 : 0)), w.blocks};
+      kernels_.random_fill(fills, m, random_weight_key(checkpoint.seed(), index));
+    }
+    if (!m.blocks || !widen_at_load) return m;
+    DeviceMatrix widened{vk::Buffer(device, w.count() * 2), std::nullopt};
+    kernels_.dequantize(fills, m, widened.buffer, w.count());
+    blocks_to_widen.push_back(std::move(m));
+    return widened;
   };
-  const uint64_t widest = widest_blocks(checkpoint);
-  fused_decode_ = widest == 0 || kernels_.matvec_reads_blocks();
-  if (chunk_ > 1 || !fused_decode_) kernels_.reserve_widened(widest);
+  if (chunk_ > 1 && !widen_at_load) kernels_.reserve_widened(widest_blocks(checkpoint));
   embedding_ = matrix(checkpoint.embedding(), 0);
   if (!tied_) lm_head_ = matrix(checkpoint.lm_head(), 1);
   for (uint32_t l = 0; l < c.layers; ++l) {
@@ -120,7 +133,7 @@ Model::Model(const vk::Device& device, const Checkpoint& checkpoint, uint32_t ca
     layers_.push_back(std::move(d));
     caches_.push_back(std::make_unique<GpuLayer>(device, cache_shape(c, capacity_), dtype_, 1.0 / std::sqrt(double(c.head_dim))));
   }
-  if (checkpoint.random()) fills.run();
+  if (checkpoint.random() || !blocks_to_widen.empty()) fills.run();
   kept_queries_.resize(c.layers);
   // (cos, sin) of every position and channel pair: the angle is the fp32
   // product of the position and the inverse frequency, as transformers and
@@ -157,12 +170,20 @@ void Model::time_stages(bool on) {
     pass = std::make_unique<vk::Pass>(device_, pass_dispatches(config_.layers), on ? vk::Pass::Timing::per_stage : vk::Pass::Timing::whole);
 }
 
-MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk) {
+MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk, bool blocks_widened) {
   const ModelConfig& c = checkpoint.config();
   const uint64_t element = dtype_size(checkpoint.matrix_dtype()), q_dim = uint64_t(c.heads) * c.head_dim,
                  kv_dim = uint64_t(c.kv_heads) * c.head_dim;
   MemoryPlan plan;
-  plan.weights = checkpoint.matrix_bytes() + (2ull * c.layers + 1) * c.hidden * 4;
+  uint64_t widened = 0;  // a CPU's fp16 copies of the blocks (the blocks themselves go once the copies are made)
+  auto widen = [&](const Weight& m) {
+    if (blocks_widened && m.blocks) widened += m.count() * 2 - m.bytes();
+  };
+  widen(checkpoint.embedding());
+  if (!checkpoint.tied()) widen(checkpoint.lm_head());
+  for (const LayerWeights& w : checkpoint.layers())
+    for (const Weight* m : {&w.wq, &w.wk, &w.wv, &w.wo, &w.w_gate, &w.w_up, &w.w_down}) widen(*m);
+  plan.weights = checkpoint.matrix_bytes() + widened + (2ull * c.layers + 1) * c.hidden * 4;
   plan.cache = 2ull * c.layers * kv_dim * capacity * element;
   const uint64_t n = chunk;
   plan.activations = n * (2ull * c.hidden + q_dim + 2 * kv_dim + 2ull * c.intermediate + c.vocab) * 4  // fp32 rows
@@ -170,7 +191,7 @@ MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t
                      + uint64_t(capacity) * c.head_dim * 4                                          // RoPE's table
                      + 2 * 4 * std::max<uint64_t>(n, 256) * c.heads * (c.head_dim + 2) * 4         // attention's partials
                      + (32ull << 20)                                                                // sliced linear layers
-                     + widest_blocks(checkpoint) * 2;                                               // a matrix of blocks widened
+                     + (blocks_widened || chunk == 1 ? 0 : widest_blocks(checkpoint) * 2);          // a matrix of blocks widened
   return plan;
 }
 
@@ -296,8 +317,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
   };
   // A decode step takes RoPE in its q/k/v dispatch on a GPU, unless q and k
   // have their own norms first (Qwen3).
-  const bool fused = n == 1 && fused_decode_;
-  const bool rope_in_qkv = fused && !c.qk_norm && kernels_.rope_in_qkv_dispatch();
+  const bool rope_in_qkv = n == 1 && !c.qk_norm && kernels_.rope_in_qkv_dispatch();
   for (uint32_t l = 0; l < c.layers; ++l) {
     DeviceLayer& w = layers_[l];
     const bool bias = w.has_bias;
@@ -306,7 +326,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
     vk::Buffer* kept = kept_queries_[l] ? kept_queries_[l].get() : &queries_;
     const ModelKernels::RopeBuffers rope_buffers{&q_, &k_, &v_, &rotations_, &queries_, &caches_[l]->keys,
                                                  &caches_[l]->values, kept};
-    if (fused) {  // a decode step: the norm and q, k and v in one dispatch
+    if (n == 1) {  // a decode step: the norm and q, k and v in one dispatch
       const ModelKernels::TokenProjection qkv[3] = {{&w.wq, &q_, bias ? &w.bq : nullptr, q_dim},
                                                     {&w.wk, &k_, bias ? &w.bk : nullptr, kv_dim},
                                                     {&w.wv, &v_, bias ? &w.bv : nullptr, kv_dim}};
@@ -327,7 +347,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
     const vk::Buffer& attended = record_attention(pass, l, block);
     linear(w.wo, attended, x_, nullptr, n, q_dim, c.hidden, true, c.head_dim, "output_projection");
     vk::Buffer& mlp_hidden = half ? mlp_half_ : gate_;
-    if (fused) {  // the norm, gate, up and SwiGLU in one dispatch
+    if (n == 1) {  // the norm, gate, up and SwiGLU in one dispatch
       const ModelKernels::TokenProjection gate_up[2] = {{&w.w_gate, &gate_, nullptr, c.intermediate},
                                                         {&w.w_up, &up_, nullptr, c.intermediate}};
       kernels_.token_linear(pass, gate_up, x_, c.hidden, &w.mlp_norm, eps, true, false, "mlp_up");
@@ -341,7 +361,7 @@ void Model::record_block(vk::Pass& pass, const vk::Buffer& tokens, uint32_t firs
   }
   logit_rows_ = all_logits ? n : 1;
   const DeviceMatrix& head = tied_ ? embedding_ : lm_head_;
-  if (fused) {
+  if (n == 1) {
     const ModelKernels::TokenProjection logits{&head, &logits_, nullptr, c.vocab};
     kernels_.token_linear(pass, std::span(&logits, 1), x_, c.hidden, &final_norm_, eps, false, false, "lm_head");
   } else {

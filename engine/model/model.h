@@ -36,8 +36,9 @@ struct MemoryPlan {
   uint64_t total() const { return weights + cache + activations; }
 };
 // The weights' bytes are the checkpoint's own (its blocks where quantized),
-// with room to widen a chunk's widest matrix of blocks to fp16.
-MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk);
+// with room to widen a chunk's widest matrix of blocks to fp16; or, with
+// blocks_widened (a CPU's run: Model), the layers' matrices in fp16.
+MemoryPlan plan_memory(const Checkpoint& checkpoint, uint32_t capacity, uint32_t chunk, bool blocks_widened = false);
 
 class Model {
  public:
@@ -142,10 +143,6 @@ class Model {
   vk::Buffer final_norm_, rotations_;
   bool tied_;
   std::vector<DeviceLayer> layers_;
-  // Whether a decode step takes its norms, products and RoPE in the fused
-  // dispatches (token_linear), or one by one as a chunk does: where the
-  // weights are blocks that model_matvec does not read (CPUs).
-  bool fused_decode_ = true;
   std::vector<std::unique_ptr<GpuLayer>> caches_;
   std::vector<std::unique_ptr<vk::Buffer>> kept_queries_;  // by layer; null where not kept
   Attention attention_, sparse_attention_;

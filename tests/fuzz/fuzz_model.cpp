@@ -17,7 +17,8 @@
 #include "base/error.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
-#include "model/gguf.h"
+#include "formats/gguf.h"
+#include "model/gguf_model.h"
 #include "model/tokenizer.h"
 
 namespace {
@@ -72,9 +73,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 5: {
-        const kv::model::GgufFile gguf = kv::model::parse_gguf(std::as_bytes(std::span(file)), "model.gguf");
+        const kv::formats::GgufFile gguf = kv::formats::parse_gguf(std::as_bytes(std::span(file)), "model.gguf");
         // Every tensor lies within the file.
-        for (const kv::model::GgufTensor& t : gguf.tensors)
+        for (const kv::formats::GgufTensor& t : gguf.tensors)
           if (!t.data.empty() && (t.data.data() < reinterpret_cast<const std::byte*>(file.data()) ||
                                   t.data.data() + t.data.size() > reinterpret_cast<const std::byte*>(file.data()) + file.size()))
             __builtin_trap();

@@ -28,7 +28,8 @@
 #   coopmat   NVIDIA's vk_cooperative_matrix_perf, where COOPMAT_PERF names
 #             its binary (beside its shaders/ folder): the fastest fp16 GEMMs
 #             its KHR and cooperative-matrix-2 shaders reach on this GPU
-# SHAPE (default assets/shapes/llama-3.1-8b.json), LENGTHS (32768; 32768,131000
+# TYPE (f16; q4_k, q8_0, ...: write_gguf.py --type, the blocks of kvscope's
+# --random-weights --weight-type), SHAPE (default assets/shapes/llama-3.1-8b.json), LENGTHS (32768; 32768,131000
 # adds 128k), HF_LENGTHS (transformers' lengths, LENGTHS unless given), PARTS (write,kvscope,llamacpp,table; the others on request),
 # ROUNDS (2) and DEVICE (the peer's --device, NVIDIA) choose.
 # Carries .devbin (kvscope), .gl, .icu (tools/dev/README.md) and .llamacpp
@@ -42,7 +43,8 @@ SHAPE=${SHAPE:-assets/shapes/llama-3.1-8b.json}
 LENGTHS=${LENGTHS:-32768}
 PARTS=${PARTS:-write,kvscope,llamacpp,table}
 ROUNDS=${ROUNDS:-2}
-GGUF=/tmp/$(basename "$SHAPE" .json).gguf
+TYPE=${TYPE:-f16}
+GGUF=/tmp/$(basename "$SHAPE" .json)_$TYPE.gguf
 DEVICE=${DEVICE:-NVIDIA}
 has() { [[ ",$PARTS," == *",$1,"* ]]; }
 field() { python3 -c "import json, sys; c = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
@@ -71,7 +73,7 @@ fi
 
 if has write && [ ! -f "$GGUF" ]; then
   start=$(date +%s)
-  python3 tools/peers/llamacpp/write_gguf.py "$SHAPE" "$GGUF" || exit 1
+  python3 tools/peers/llamacpp/write_gguf.py "$SHAPE" "$GGUF" --type "$TYPE" || exit 1
   echo "=== wrote $GGUF ($(du -h "$GGUF" | cut -f1)) in $(( $(date +%s) - start )) s"
 fi
 [ -f "$GGUF" ] || { echo "no $GGUF: PARTS needs write"; exit 1; }

@@ -10,6 +10,8 @@
 #            (budget 2,048) decoding on the same weights, for TYPES (q4_k,
 #            q4_1, f16)
 #   llama8b  the Llama-3.1-8B shape, Q4_K, the same three at 32k and 128k
+#   widen    the 8B Q4_K dense step at 32k with each matrix widened to fp16
+#            first (KVSCOPE_MATVEC_READS_BLOCKS=0), the CPUs' path
 #   prefill  the Llama-3.1-8B shape's time to the first token at 32k, F16
 #            against Q4_K (chunks of 2,048)
 #   floor    cuBLAS's one-token products and the copy bandwidth
@@ -18,7 +20,7 @@
 set -u
 . tools/dev/device_env.sh
 O=${OUT:-/tmp}
-PARTS=${PARTS:-tests,quest,llama8b,prefill,floor}
+PARTS=${PARTS:-tests,quest,llama8b,widen,prefill,floor}
 TYPES=${TYPES:-q4_k q4_1 f16}
 has() { [[ ",$PARTS," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -51,6 +53,11 @@ if has llama8b; then
       --length "$length" --chunk 2048 --methods dense,quest,fier --budgets 2048 --steps 16 --rounds 2 \
       --json "$O/llama8b_q4_k_$length.json" 2>&1 | rows
   done
+fi
+if has widen; then
+  echo "=== Llama-3.1-8B, q4_k, 32k, each matrix widened first (KVSCOPE_MATVEC_READS_BLOCKS=0) [${SECONDS} s]"
+  KVSCOPE_MATVEC_READS_BLOCKS=0 $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights --weight-type q4_k \
+    --regime decode --length 32768 --chunk 2048 --methods dense --steps 16 --rounds 2 --json "$O/widen8b_q4_k.json" 2>&1 | rows
 fi
 if has prefill; then
   for type in f16 q4_k; do

@@ -9,6 +9,7 @@
 #include "output_files.h"
 #include "method_args.h"
 #include "model/checkpoint.h"
+#include "model/model.h"
 #include "model/files.h"
 #include "model/prompts.h"
 #include "model/speed.h"
@@ -130,9 +131,14 @@ void print_speed_table(const nlohmann::json& table) {
               table.at("regime").get<std::string>().c_str(), table.at("model").get<std::string>().c_str(),
               table.at("prompt_tokens").get<uint32_t>(), table.at("chunk").get<uint32_t>(), table.at("rounds").get<uint32_t>(),
               table.at("device").get<std::string>().c_str());
-  if (table.contains("weights"))
-    std::printf("weights: %s, %.2f GiB of matrices on the device\n", table.at("weights").at("types").get<std::string>().c_str(),
-                table.at("weights").at("bytes").get<double>() / double(1ull << 30));
+  if (table.contains("weights")) {
+    const nlohmann::json& w = table.at("weights");
+    const double gib = double(1ull << 30);
+    std::printf("weights: %s; the run holds %.2f GiB (matrices %.2f, KV cache %.2f, activations %.2f)\n",
+                w.at("types").get<std::string>().c_str(), w.at("run_bytes").get<double>() / gib,
+                w.at("bytes").get<double>() / gib, w.at("cache_bytes").get<double>() / gib,
+                w.at("activation_bytes").get<double>() / gib);
+  }
   if (decode && table.contains("prefill_ms"))
     std::printf("dense prefill %.1f ms, then %u timed steps a run\n", table.at("prefill_ms").get<double>(),
                 table.at("steps").get<uint32_t>());
@@ -163,11 +169,15 @@ void print_speed_table(const nlohmann::json& table) {
 }
 
 // A table's settings, as its JSON holds them beside its results.
+// `memory`: what the run holds on the device (model::plan_memory), beside the matrices' types and bytes.
 nlohmann::json speed_table_json(const SpeedArgs& a, const model::SpeedConfig& config, uint32_t prompt_tokens,
-                                const std::string& device, const model::Checkpoint& checkpoint) {
+                                const std::string& device, const model::Checkpoint& checkpoint, const model::MemoryPlan& memory) {
   const model::MethodSweep& sweep = config.sweep;
+  const nlohmann::json weights = {{"types", checkpoint.matrix_types()}, {"bytes", checkpoint.matrix_bytes()},
+                                  {"run_bytes", memory.total()}, {"cache_bytes", memory.cache},
+                                  {"activation_bytes", memory.activations}};
   return {{"model", a.model.string()}, {"device", device}, {"regime", model::regime_name(sweep.regime)},
-          {"weights", {{"types", checkpoint.matrix_types()}, {"bytes", checkpoint.matrix_bytes()}}},
+          {"weights", weights},
           {"prompt_file", a.prompt_file}, {"prompt_tokens", prompt_tokens}, {"steps", config.steps},
           {"rounds", config.rounds}, {"chunk", config.chunk}, {"dense_layers", sweep.dense_layers},
           {"options", model::method_options_json(sweep.methods, sweep.options)}};
@@ -220,7 +230,8 @@ int run_speed(const GlobalOptions& global, const std::vector<std::string>& argv)
   for (model::SpeedConfig& config : configs) {
     if (!config.chunk) config.chunk = model_chunk;
     const uint32_t table = uint32_t(tables.size());
-    tables.push_back(speed_table_json(a, config, uint32_t(prompt.size()), device.info().name, checkpoint));
+    tables.push_back(speed_table_json(a, config, uint32_t(prompt.size()), device.info().name, checkpoint,
+                                      model::plan_memory(checkpoint, positions, model_chunk)));
     first_cell.push_back(cells.keys.size());
     const std::vector<model::SpeedResult> runs = model::speed_runs(config);
     for (const model::SpeedResult& r : runs)
