@@ -29,18 +29,19 @@ trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/expect.sh"
 "$python" -c "import numpy" 2>/dev/null || { echo "SKIP: $python has no numpy (python3-numpy)"; exit 77; }
 
+export GGUF_TOOLS=$repo/tools/peers/llamacpp  # gguf_file.py, the heredocs' GGUF reader
 prompt=$("$python" -c "import json, sys; print(json.load(open(sys.argv[1]))['prompt'])" "$dir/logits.json")
 for type in Q8_0 Q4_0 Q4_K_M Q6_K; do
   expect 0 "kvscope runs llama.cpp's $type file" -- "$kvscope" generate --model "$dir/$type.gguf" --prompt "$prompt" \
     --steps 1 --logits "$work/$type.safetensors"
   if "$python" - "$dir" "$work" "$type" <<'EOF'; then echo "ok: $type: llama.cpp's logits"; passes=$((passes + 1)); else fail "$type: kvscope's logits are not llama.cpp's"; fi
-import hashlib, json, struct, sys
+import hashlib, json, os, struct, sys
 import numpy as np
 
+sys.path.insert(0, os.environ["GGUF_TOOLS"])
+from gguf_file import tensor_types  # noqa: E402
+
 TOL = 2e-3
-GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K", 11: "Q3_K",
-              12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 30: "BF16"}
-SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 
 
 def tensors(path):
@@ -55,44 +56,6 @@ def tensors(path):
     return out
 
 
-def tensor_types(data):
-    """GGUF's tensor infos: each tensor's name and type (the metadata walked over)."""
-    at = 8
-    count, kv_count = struct.unpack_from("<QQ", data, at)
-    at += 16
-
-    def text():
-        nonlocal at
-        (n,) = struct.unpack_from("<Q", data, at)
-        at += 8 + n
-        return data[at - n:at].decode()
-
-    def skip(kind):
-        nonlocal at
-        if kind == 8:
-            text()
-        elif kind == 9:
-            inner, n = struct.unpack_from("<IQ", data, at)
-            at += 12
-            for _ in range(n):
-                skip(inner)
-        else:
-            at += struct.calcsize("<" + SCALARS[kind])
-
-    for _ in range(kv_count):
-        text()
-        (kind,) = struct.unpack_from("<I", data, at)
-        at += 4
-        skip(kind)
-    types = {}
-    for _ in range(count):
-        name = text()
-        (dims,) = struct.unpack_from("<I", data, at)
-        at += 4 + 8 * dims
-        kind, _ = struct.unpack_from("<IQ", data, at)
-        at += 12
-        types[name] = GGML_TYPES.get(kind, str(kind))
-    return types
 
 
 d, work, kind = sys.argv[1:]

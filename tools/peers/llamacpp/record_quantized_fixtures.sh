@@ -29,6 +29,7 @@ kvscope=$(realpath "$1")
 python=${2:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
+export GGUF_TOOLS=$here  # gguf_file.py, the heredocs' GGUF reader
 out=${3:-$repo/tests/data/llamacpp_quantized}
 types=(Q8_0 Q4_0 Q4_K_M Q6_K)
 prompt="llama.cpp's quantizer wrote this file."
@@ -67,51 +68,17 @@ done
 import hashlib, json, os, struct, sys
 import numpy as np
 
-out, work, prompt, types = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-LAST = 8  # positions whose every logit is kept; every position's argmax and top-2 gap are
-GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 10: "Q2_K", 11: "Q3_K",
-              12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 30: "BF16"}
-SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+sys.path.insert(0, os.environ["GGUF_TOOLS"])
+from gguf_file import tensor_types as types_of  # noqa: E402
 
 
 def tensor_types(path):
-    """GGUF's tensor infos: each tensor's name and type (the metadata walked over)."""
-    data, at = open(path, "rb").read(), 8
-    count, kv_count = struct.unpack_from("<QQ", data, at)
-    at += 16
+    return types_of(open(path, "rb").read())
 
-    def text():
-        nonlocal at
-        (n,) = struct.unpack_from("<Q", data, at)
-        at += 8 + n
-        return data[at - n:at].decode()
+out, work, prompt, types = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+LAST = 8  # positions whose every logit is kept; every position's argmax and top-2 gap are
 
-    def skip(kind):
-        nonlocal at
-        if kind == 8:
-            text()
-        elif kind == 9:
-            inner, n = struct.unpack_from("<IQ", data, at)
-            at += 12
-            for _ in range(n):
-                skip(inner)
-        else:
-            at += struct.calcsize("<" + SCALARS[kind])
 
-    for _ in range(kv_count):
-        text()
-        (kind,) = struct.unpack_from("<I", data, at)
-        at += 4
-        skip(kind)
-    types = {}
-    for _ in range(count):
-        name = text()
-        (dims,) = struct.unpack_from("<I", data, at)
-        at += 4 + 8 * dims
-        kind, _ = struct.unpack_from("<IQ", data, at)
-        at += 12
-        types[name] = GGML_TYPES.get(kind, str(kind))
-    return dict(sorted(types.items()))
 
 
 def dump(value, depth=0):

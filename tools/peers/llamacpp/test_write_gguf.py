@@ -28,6 +28,7 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRITER = os.path.join(HERE, "write_gguf.py")
 sys.path.insert(0, HERE)
+from gguf_file import read_gguf  # noqa: E402
 import write_gguf  # noqa: E402
 
 # Multiples of 256 in every row (hidden, q_dim, intermediate) so that the K types fit.
@@ -43,53 +44,9 @@ LLAMA_FTYPES = {"f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q5_1": 9,
 
 
 def parse_gguf(path):
-    """(metadata, {name: (type, dims, bytes)}) of a GGUF v3 file, each tensor's bytes
-    running to the next one's offset (or the file's end)."""
+    """(metadata, {name: (type, dims, bytes)}) of a GGUF file (gguf_file.py)."""
     with open(path, "rb") as f:
-        data = f.read()
-    at = 0
-
-    def take(fmt):
-        nonlocal at
-        values = struct.unpack_from("<" + fmt, data, at)
-        at += struct.calcsize("<" + fmt)
-        return values
-
-    def text():
-        nonlocal at
-        (n,) = take("Q")
-        at += n
-        return data[at - n:at].decode("utf-8")
-
-    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-    def value(kind):
-        if kind == 8:
-            return text()
-        if kind == 9:
-            inner, n = take("IQ")
-            return [value(inner) for _ in range(n)]
-        return take(scalar[kind])[0]
-
-    magic, version, n_tensors, n_kv = take("4sIQQ")
-    assert magic == b"GGUF" and version == 3, (magic, version)
-    metadata = {}
-    for _ in range(n_kv):
-        key = text()
-        metadata[key] = value(take("I")[0])
-    infos = []
-    for _ in range(n_tensors):
-        name = text()
-        (n_dims,) = take("I")
-        dims = take(f"{n_dims}Q")
-        kind, offset = take("IQ")
-        infos.append((name, kind, dims, offset))
-    alignment = metadata.get("general.alignment", 32)
-    start = (at + alignment - 1) // alignment * alignment
-    ends = [offset for _, _, _, offset in infos[1:]] + [len(data) - start]
-    tensors = {name: (kind, dims, data[start + offset:start + end])
-               for (name, kind, dims, offset), end in zip(infos, ends)}
-    return metadata, tensors
+        return read_gguf(f.read())
 
 
 def half(b, at):
