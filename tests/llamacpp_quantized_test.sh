@@ -91,5 +91,26 @@ sys.exit(0 if ok else 1)
 EOF
 done
 
+# Broken files are refused in one line naming the tensor: cut short, a type
+# number that is no type, a type that disagrees with the bytes (Q4_K relabelled
+# Q8_0 runs into the next tensor: GGUF keeps no sizes).
+"$python" - "$dir/Q4_K_M.gguf" "$work" <<'EOF'
+import sys
+source, work = sys.argv[1:]
+data = open(source, "rb").read()
+open(work + "/cut.gguf", "wb").write(data[:300000])
+name = b"blk.0.attn_q.weight"
+at = data.find(name) + len(name)
+at += 4 + 8 * int.from_bytes(data[at:at + 4], "little")  # the type, after the dimensions
+for file, number in (("type99.gguf", 99), ("relabelled.gguf", 8)):
+    bad = bytearray(data)
+    bad[at:at + 4] = number.to_bytes(4, "little")
+    open(work + "/" + file, "wb").write(bad)
+EOF
+for bad in cut type99 relabelled; do
+  expect 2 "a $bad file is refused" -- "$kvscope" generate --model "$work/$bad.gguf" --prompt hi --steps 1
+  [ "$(wc -l <"$work/err")" = 1 ] && grep -q "GGUF tensor blk\.0\." "$work/err" || { fail "$bad: not one line naming the tensor"; cat "$work/err"; }
+done
+
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]

@@ -1,5 +1,6 @@
 #include "formats/gguf.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <unordered_map>
@@ -145,7 +146,7 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source)
     for (uint32_t d = 0; d < n_dims; ++d) e.dims.push_back(r.scalar<uint64_t>("a tensor's dimension"));
     const uint32_t type = r.scalar<uint32_t>("a tensor's type");
     if (!block_layout(type))
-      r.fail("tensor " + e.name + ": type " + ggml_type_name(type) +
+      r.fail("tensor " + e.name + ": " + (ggml_type_name(type).starts_with("type ") ? "" : "type ") + ggml_type_name(type) +
              " is not read (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
     e.type = GgmlType(type);
     e.offset = r.scalar<uint64_t>("a tensor's offset");
@@ -168,6 +169,19 @@ GgufFile parse_gguf(std::span<const std::byte> bytes, const std::string& source)
       r.fail("tensor " + e.name + ": bytes " + std::to_string(e.offset) + " to " + std::to_string(e.offset + size) +
              " past the data's " + std::to_string(data_bytes));
     file.tensors.push_back({e.name, e.dims, e.type, bytes.subspan(size_t(data_start + e.offset), size_t(size))});
+  }
+  // GGUF keeps no tensor's size: its type and shape give it. Tensors whose
+  // bytes so reckoned overlap say that a type or a shape disagrees with the
+  // bytes there are (a Q4_K tensor relabelled Q8_0 reads into its neighbour).
+  std::vector<const GgufTensor*> by_start;
+  for (const GgufTensor& t : file.tensors) by_start.push_back(&t);
+  std::sort(by_start.begin(), by_start.end(), [](const GgufTensor* a, const GgufTensor* b) { return a->data.data() < b->data.data(); });
+  for (size_t i = 1; i < by_start.size(); ++i) {
+    const GgufTensor &before = *by_start[i - 1], &after = *by_start[i];
+    if (before.data.data() + before.data.size() > after.data.data())
+      r.fail("tensor " + before.name + ": its " + ggml_type_name(uint32_t(before.type)) + " bytes run " +
+             std::to_string(before.data.data() + before.data.size() - after.data.data()) + " into tensor " + after.name +
+             "'s: its type or shape disagrees with the file");
   }
   return file;
 }
