@@ -16,12 +16,15 @@
 #            against Q4_K (chunks of 2,048)
 #   floor    cuBLAS's one-token products and the copy bandwidth
 #            (tools/peers/bench_linear.py): the decode step's memory floor
-# Results into $OUT (a JSON a run, cublas.jsonl).
+# QUEST_LENGTHS (30000 32700) and LLAMA_LENGTHS (32768 131000) choose the
+# lengths. Results into $OUT (a JSON a run, cublas.jsonl).
 set -u
 . tools/dev/device_env.sh
 O=${OUT:-/tmp}
 PARTS=${PARTS:-tests,quest,llama8b,widen,prefill,floor}
 TYPES=${TYPES:-q4_k q4_1 f16}
+QUEST_LENGTHS=${QUEST_LENGTHS:-30000 32700}
+LLAMA_LENGTHS=${LLAMA_LENGTHS:-32768 131000}
 has() { [[ ",$PARTS," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 rows() { grep -aE "^(speed|weights|dense|quest|fier|method|kvscope)"; }
@@ -38,7 +41,7 @@ fi
 warm_up
 if has quest; then
   for type in $TYPES; do
-    for length in 30000 32700; do
+    for length in $QUEST_LENGTHS; do
       echo "=== LongChat-7B, $type, $length tokens [${SECONDS} s]"
       $B/kvscope speed --model assets/shapes/longchat-7b-v1.5-32k.json --random-weights --weight-type "$type" \
         --regime decode --length "$length" --chunk 2048 --methods dense,quest,fier --budgets 2048 --steps 16 --rounds 2 \
@@ -47,7 +50,7 @@ if has quest; then
   done
 fi
 if has llama8b; then
-  for length in 32768 131000; do
+  for length in $LLAMA_LENGTHS; do
     echo "=== Llama-3.1-8B, q4_k, $length tokens [${SECONDS} s]"
     $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights --weight-type q4_k --regime decode \
       --length "$length" --chunk 2048 --methods dense,quest,fier --budgets 2048 --steps 16 --rounds 2 \
