@@ -55,6 +55,48 @@ class ModelOpsTest : public test::GpuTest {
     record(pass);
     pass.run();
   }
+  // token_linear's outputs against float64: matrices `w` ([rows[i], n_in]
+  // values) times x (RMSNorm'd by norm_weight where norm), with biases b and
+  // residuals y0 (ungated), or SwiGLU of the first two (gated). fp32 sums in
+  // any order: each output within 1e-5 of its terms' sizes (silu's slope at
+  // most 1.1).
+  void expect_token_linear(const std::vector<const std::vector<float>*>& w, const std::vector<uint32_t>& rows,
+                           const std::vector<float>& x, const std::vector<float>& norm_weight, bool norm, float eps, bool gated,
+                           const std::vector<std::vector<float>>& b, const std::vector<std::vector<float>>& y0,
+                           const std::vector<vk::Buffer>& y_buffers) {
+    const size_t n_in = x.size();
+    double squares = 0;
+    for (float v : x) squares += double(v) * v;
+    const double scale = norm ? 1 / std::sqrt(squares / double(n_in) + eps) : 1.0;
+    // The product of row r of matrix i with the (normalised) input, and the sum of its terms' sizes.
+    auto product = [&](size_t i, uint32_t r) {
+      std::pair<double, double> sum{0, 0};
+      for (size_t k = 0; k < n_in; ++k) {
+        const double term = double((*w[i])[size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
+        sum.first += term;
+        sum.second += std::abs(term);
+      }
+      return sum;
+    };
+    if (gated) {
+      const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
+      for (uint32_t r = 0; r < rows[0]; ++r) {
+        const auto [g, g_size] = product(0, r);
+        const auto [u, u_size] = product(1, r);
+        const double silu = g / (1 + std::exp(-g));
+        ASSERT_NEAR(got[r], silu * u, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
+      }
+      return;
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
+      for (uint32_t r = 0; r < rows[i]; ++r) {
+        const auto [sum, size] = product(i, r);
+        ASSERT_NEAR(got[r], sum + b[i][r] + y0[i][r], 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r])) + 1e-30)
+            << "matrix " << i << " row " << r;
+      }
+    }
+  }
   uint32_t seed_ = 0;
   std::mt19937 rng_;
 };
@@ -242,38 +284,10 @@ TEST_P(ModelOpsByType, TokenLinearMatchesFloat64) {
             kernels.token_linear(pass, projections, x_buffer, n_in, norm ? &norm_buffer : nullptr, eps, gated, accumulate, "linear",
                                  slices);
           });
-          double squares = 0;
-          for (float v : x) squares += double(v) * v;
-          const double scale = norm ? 1 / std::sqrt(squares / n_in + eps) : 1.0;
-          // The product of row r of matrix i with the (normalised) input, and the sum of its terms' sizes.
-          auto product = [&](size_t i, uint32_t r) {
-            std::pair<double, double> sum{0, 0};
-            for (uint32_t k = 0; k < n_in; ++k) {
-              const double term = double(w[i].values[size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
-              sum.first += term;
-              sum.second += std::abs(term);
-            }
-            return sum;
-          };
-          if (gated) {
-            const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
-            for (uint32_t r = 0; r < rows[0]; ++r) {
-              const auto [g, g_size] = product(0, r);
-              const auto [u, u_size] = product(1, r);
-              const double silu = g / (1 + std::exp(-g)), want = silu * u;
-              // fp32 sums: each factor within 1e-5 of its terms' sizes, silu's slope at most 1.1.
-              ASSERT_NEAR(got[r], want, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
-            }
-            continue;
-          }
-          for (size_t i = 0; i < rows.size(); ++i) {
-            const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
-            for (uint32_t r = 0; r < rows[i]; ++r) {
-              const auto [sum, size] = product(i, r);
-              const double want = sum + b[i][r] + y0[i][r];
-              ASSERT_NEAR(got[r], want, 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r]))) << "matrix " << i << " row " << r;
-            }
-          }
+          std::vector<const std::vector<float>*> values;
+          for (const Stored& m : w) values.push_back(&m.values);
+          expect_token_linear(values, rows, x, norm_weight, norm, eps, gated, b, y0, y_buffers);
+          if (HasFatalFailure()) return;
         }
 }
 
@@ -553,38 +567,11 @@ TEST_F(BlockOpsTest, TokenLinearReadsEveryTypeAsFloat64Does) {
               kernels.token_linear(pass, projections, x_buffer, n_in, norm ? &norm_buffer : nullptr, eps, gated, !gated, "linear",
                                    slices);
             });
-            double squares = 0;
-            for (float v : x) squares += double(v) * v;
-            const double scale = norm ? 1 / std::sqrt(squares / n_in + eps) : 1.0;
-            auto product = [&](size_t i, uint32_t r) {
-              std::pair<double, double> sum{0, 0};
-              for (uint32_t k = 0; k < n_in; ++k) {
-                const double term = double(w[i][size_t(r) * n_in + k]) * x[k] * (norm ? norm_weight[k] * scale : 1.0);
-                sum.first += term;
-                sum.second += std::abs(term);
-              }
-              return sum;
-            };
-            // fp32 sums in any order, and each value within a rounding of the
-            // reference's (a fused multiply-add where ggml rounds twice).
-            if (gated) {
-              const std::vector<float> got = y_buffers[0].download_values<float>(rows[0]);
-              for (uint32_t r = 0; r < rows[0]; ++r) {
-                const auto [g, g_size] = product(0, r);
-                const auto [u, u_size] = product(1, r);
-                const double silu = g / (1 + std::exp(-g));
-                ASSERT_NEAR(got[r], silu * u, 1e-5 * (1.1 * g_size * std::abs(u) + u_size * std::abs(silu)) + 1e-6) << "row " << r;
-              }
-              continue;
-            }
-            for (size_t i = 0; i < rows.size(); ++i) {
-              const std::vector<float> got = y_buffers[i].download_values<float>(rows[i]);
-              for (uint32_t r = 0; r < rows[i]; ++r) {
-                const auto [sum, size] = product(i, r);
-                ASSERT_NEAR(got[r], sum + b[i][r] + y0[i][r], 1e-5 * (size + std::abs(b[i][r]) + std::abs(y0[i][r])) + 1e-30)
-                    << "matrix " << i << " row " << r;
-              }
-            }
+            std::vector<const std::vector<float>*> values;
+            for (const std::vector<float>& m : w) values.push_back(&m);
+            // Each value within a rounding of the reference's too (a fused multiply-add where ggml rounds twice).
+            expect_token_linear(values, rows, x, norm_weight, norm, eps, gated, b, y0, y_buffers);
+            if (HasFatalFailure()) return;
           }
 }
 
