@@ -56,6 +56,8 @@ uvec4 bits4(uint word, uint bit) { return fields4(word, bit, 1u); }
 #define DEFINE_BLOCK_LOAD8(NAME, WORDS, TYPE)                                                     \
   float NAME##_half(uint o) { return unpackHalf2x16(WORDS[o >> 2u] >> (8u * (o & 2u))).x; }      \
   uint NAME##_word(uint o) {                                                                      \
+    /* blocks of whole words (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) are read at word offsets only */       \
+    if (ggml_block_bytes(TYPE) % 4u == 0u) return WORDS[o >> 2u];                                 \
     const uint shift = 8u * (o & 3u), first = WORDS[o >> 2u];                                     \
     return shift == 0u ? first : (first >> shift) | (WORDS[(o >> 2u) + 1u] << (32u - shift));     \
   }                                                                                               \
