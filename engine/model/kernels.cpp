@@ -52,6 +52,14 @@ constexpr size_t kPartialFloats = size_t(2 * kWorkgroupsToFill) * kMatrixRows * 
 constexpr uint32_t kPlain = 0xffffffffu;
 uint32_t block_constant(const DeviceMatrix& m) { return m.blocks ? uint32_t(*m.blocks) : kPlain; }
 
+// The kernel of `key` in a map of variants, built by `make` the first time it is asked for.
+template <typename Map, typename Make>
+const vk::Kernel& variant(Map& kernels, const typename Map::key_type& key, Make make) {
+  auto found = kernels.find(key);
+  if (found == kernels.end()) found = kernels.emplace(key, make()).first;
+  return found->second;
+}
+
 vk::Buffer zero_float(const vk::Device& device) {
   vk::Buffer buffer(device, sizeof(float));
   buffer.fill(0);
@@ -165,12 +173,11 @@ const vk::Kernel& ModelKernels::cm2_kernel(const Cm2Tile& t, bool half_input) co
 void ModelKernels::embed(vk::Pass& pass, const DeviceMatrix& table, const vk::Buffer& tokens, vk::Buffer& x,
                          uint32_t n_tokens, uint32_t hidden, uint32_t first_token) const {
   const uint32_t type = block_constant(table);
-  auto kernel = embed_.find(type);
-  if (kernel == embed_.end())
-    kernel = embed_.emplace(type, vk::Kernel(device_, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
-                                              std::vector<uint32_t>{element_type(storage_), type}))
-                 .first;
-  pass.dispatch(kernel->second, {&table.buffer, &tokens, &x}, layouts::ModelEmbedPush{n_tokens, hidden, first_token}, ceil_div(n_tokens * hidden, 256), 1,
+  const vk::Kernel& kernel = variant(embed_, type, [&] {
+    return vk::Kernel(device_, "model_embed", model_embed_spirv, {3, sizeof(layouts::ModelEmbedPush)},
+                      std::vector<uint32_t>{element_type(storage_), type});
+  });
+  pass.dispatch(kernel, {&table.buffer, &tokens, &x}, layouts::ModelEmbedPush{n_tokens, hidden, first_token}, ceil_div(n_tokens * hidden, 256), 1,
                 1, "embed");
 }
 
@@ -237,18 +244,12 @@ void ModelKernels::linear(vk::Pass& pass, const DeviceMatrix& matrix, const vk::
 }
 
 const vk::Kernel& ModelKernels::matvec(uint32_t slices, bool rope, const uint32_t (&types)[3]) const {
-  const auto key = std::make_tuple(slices, rope, types[0], types[1], types[2]);
-  auto kernel = matvec_.find(key);
-  if (kernel == matvec_.end())
-    kernel = matvec_
-                 .emplace(key, vk::Kernel(device_, "model_matvec", model_matvec_spirv,
-                                          vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
-                                          std::vector<uint32_t>{element_type(storage_),
-                                                                matvec_norm_after_stream(device_class(device_.info())) ? 1u : 0u,
-                                                                slices, rope ? 1u : 0u, types[0], types[1], types[2],
-                                                                device_class(device_.info()) == DeviceClass::gpu ? 1u : 0u}))
-                 .first;
-  return kernel->second;
+  return variant(matvec_, std::make_tuple(slices, rope, types[0], types[1], types[2]), [&] {
+    const DeviceClass device = device_class(device_.info());
+    return vk::Kernel(device_, "model_matvec", model_matvec_spirv, vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
+                      std::vector<uint32_t>{element_type(storage_), matvec_norm_after_stream(device) ? 1u : 0u, slices,
+                                            rope ? 1u : 0u, types[0], types[1], types[2], device == DeviceClass::gpu ? 1u : 0u});
+  });
 }
 
 uint32_t ModelKernels::matvec_slices(DeviceClass device, uint32_t n_in) {
@@ -342,14 +343,12 @@ void ModelKernels::swiglu(vk::Pass& pass, const vk::Buffer& gate, const vk::Buff
 
 void ModelKernels::random_fill(vk::Pass& pass, DeviceMatrix& weights, uint32_t key) const {
   const uint32_t words = uint32_t(weights.buffer.bytes() / 4), type = block_constant(weights);
-  auto kernel = random_fill_.find(type);
-  if (kernel == random_fill_.end())
-    kernel = random_fill_
-                 .emplace(type, vk::Kernel(device_, "model_random_fill", model_random_fill_spirv,
-                                           {1, sizeof(layouts::ModelRandomFillPush)}, std::vector<uint32_t>{element_type(storage_), type}))
-                 .first;
+  const vk::Kernel& kernel = variant(random_fill_, type, [&] {
+    return vk::Kernel(device_, "model_random_fill", model_random_fill_spirv, {1, sizeof(layouts::ModelRandomFillPush)},
+                      std::vector<uint32_t>{element_type(storage_), type});
+  });
   // A grid-stride loop: at most 4096 workgroups, whatever the tensor's size.
-  pass.dispatch(kernel->second, {&weights.buffer}, layouts::ModelRandomFillPush{words, key}, std::min(ceil_div(words, 256), 4096u), 1,
+  pass.dispatch(kernel, {&weights.buffer}, layouts::ModelRandomFillPush{words, key}, std::min(ceil_div(words, 256), 4096u), 1,
                 1, "random_fill");
 }
 
@@ -357,14 +356,12 @@ void ModelKernels::dequantize(vk::Pass& pass, const DeviceMatrix& blocks, vk::Bu
   if (!blocks.blocks || values % 8 || values / 8 > UINT32_MAX || out.bytes() < values * 2)
     throw std::logic_error("model_dequantize takes blocks, whole pieces of eight values, and room for them");
   const uint32_t type = uint32_t(*blocks.blocks);
-  auto kernel = dequantize_.find(type);
-  if (kernel == dequantize_.end())
-    kernel = dequantize_
-                 .emplace(type, vk::Kernel(device_, "model_dequantize", model_dequantize_spirv,
-                                           {2, sizeof(layouts::ModelDequantizePush)}, std::vector<uint32_t>{type}))
-                 .first;
+  const vk::Kernel& kernel = variant(dequantize_, type, [&] {
+    return vk::Kernel(device_, "model_dequantize", model_dequantize_spirv, {2, sizeof(layouts::ModelDequantizePush)},
+                      std::vector<uint32_t>{type});
+  });
   const uint32_t pieces = uint32_t(values / 8);
-  pass.dispatch(kernel->second, {&blocks.buffer, &out}, layouts::ModelDequantizePush{pieces}, std::min(ceil_div(pieces, 256), 8192u),
+  pass.dispatch(kernel, {&blocks.buffer, &out}, layouts::ModelDequantizePush{pieces}, std::min(ceil_div(pieces, 256), 8192u),
                 1, 1, "dequantize");
 }
 
