@@ -38,7 +38,10 @@ layout(constant_id = 2) const uint SLICES = 1u;
 layout(constant_id = 3) const bool ROPE = false;
 // Each matrix's ggml block type (ggml_blocks.glsl), or GGML_PLAIN: in the
 // storage type. A quantized matrix's values are dequantized as they stream
-// in, its blocks read once: what a decode step saves by them.
+// in, its blocks read once: what a decode step saves by them. A lane takes a
+// part of a block (16 or 32 values) rather than 8: a block's scales are
+// decoded once a part, which with the quants' unpacking is what bounds this
+// stream (arithmetic, not bytes: docs/perf.md).
 layout(constant_id = 4) const uint BLOCK_TYPE0 = 0xffffffffu;
 layout(constant_id = 5) const uint BLOCK_TYPE1 = 0xffffffffu;
 layout(constant_id = 6) const uint BLOCK_TYPE2 = 0xffffffffu;
@@ -53,13 +56,16 @@ layout(local_size_x = 256) in;  // LANES * ROWS
 #include "load.glsl"
 #include "ggml_blocks.glsl"
 
-// Each weight buffer seen as 16-byte pieces and as words.
+// Each weight buffer seen as 16-byte pieces, as words and as pairs of words.
 layout(std430, binding = 0) readonly buffer Weights0 { uvec4 weights0[]; };  // [rows0, n_in]
 layout(std430, binding = 0) readonly buffer WeightWords0 { uint words0[]; };
+layout(std430, binding = 0) readonly buffer WeightPairs0 { uvec2 pairs0[]; };
 layout(std430, binding = 1) readonly buffer Weights1 { uvec4 weights1[]; };  // [rows1, n_in], or [rows0, n_in] gated
 layout(std430, binding = 1) readonly buffer WeightWords1 { uint words1[]; };
+layout(std430, binding = 1) readonly buffer WeightPairs1 { uvec2 pairs1[]; };
 layout(std430, binding = 2) readonly buffer Weights2 { uvec4 weights2[]; };  // [rows2, n_in]
 layout(std430, binding = 2) readonly buffer WeightWords2 { uint words2[]; };
+layout(std430, binding = 2) readonly buffer WeightPairs2 { uvec2 pairs2[]; };
 layout(std430, binding = 3) readonly buffer Input { vec4 x4[]; };            // [n_in], or head-major [heads, 1, d]
 layout(std430, binding = 3) readonly buffer InputFloats { float x[]; };
 // Coherent: with rope, a head's last workgroup reads what the others wrote.
@@ -89,12 +95,9 @@ DEFINE_LOAD8(plain_load2, weights2)
 DEFINE_BLOCK_LOAD8(block_load0, words0, BLOCK_TYPE0)
 DEFINE_BLOCK_LOAD8(block_load1, words1, BLOCK_TYPE1)
 DEFINE_BLOCK_LOAD8(block_load2, words2, BLOCK_TYPE2)
-// Eight values of a matrix at element e (a multiple of 8), in either form.
-// (Block types' rows are whole blocks of 32 or more: the odd rows' walk over
-// words never meets them.)
-void load0(uint e, out vec4 lo, out vec4 hi) { if (BLOCK_TYPE0 == GGML_PLAIN) plain_load0(e, lo, hi); else block_load0(e, lo, hi); }
-void load1(uint e, out vec4 lo, out vec4 hi) { if (BLOCK_TYPE1 == GGML_PLAIN) plain_load1(e, lo, hi); else block_load1(e, lo, hi); }
-void load2(uint e, out vec4 lo, out vec4 hi) { if (BLOCK_TYPE2 == GGML_PLAIN) plain_load2(e, lo, hi); else block_load2(e, lo, hi); }
+DEFINE_BLOCK_LOAD16(block_load0, words0, weights0, pairs0, BLOCK_TYPE0)
+DEFINE_BLOCK_LOAD16(block_load1, words1, weights1, pairs1, BLOCK_TYPE1)
+DEFINE_BLOCK_LOAD16(block_load2, words2, weights2, pairs2, BLOCK_TYPE2)
 
 shared float partial[ROWS][LANES];
 shared float squares[INVOCATIONS];        // a subgroup's sum each
@@ -177,6 +180,100 @@ float input1(uint k) { return pc.norm != 0u ? x[k] * norm_weight[k] : x[k]; }
       ROW_SUM(LOAD_A, WORDS_A, row_a, sum_a)                                                  \
       ROW_SUM(LOAD_B, WORDS_B, row_b, sum_b)                                                  \
     }                                                                                         \
+  }
+
+// A matrix of blocks: lane p of the row's parts (16 or 32 values,
+// ggml_blocks.glsl) against the input's runs there; on GPUs two parts in
+// flight a lane where a part is 16 values.
+void part_inputs(uint type, uint block, uint part, out vec4 x[8]) {
+  uvec4 first, second;
+  ggml_part_runs(type, part, first, second);
+  const uint at = block * ggml_block_values(type);
+  first = (at + first) / 4u;
+  second = (at + second) / 4u;
+  for (uint i = 0u; i < 4u; ++i) x[i] = input4(first[i]);
+  if (ggml_part_values(type) == 32u)
+    for (uint i = 0u; i < 4u; ++i) x[4u + i] = input4(second[i]);
+}
+float part_dot(uint type, vec4 q[8], vec4 scale[2], vec4 shift[2], vec4 x[8]) {
+  const vec4 ones = vec4(1.0);
+  const bool wide = ggml_part_values(type) == 32u;
+  float sum = dot(scale[0], vec4(dot(q[0], x[0]), dot(q[1], x[1]), dot(q[2], x[2]), dot(q[3], x[3])));
+  if (wide) sum += dot(scale[1], vec4(dot(q[4], x[4]), dot(q[5], x[5]), dot(q[6], x[6]), dot(q[7], x[7])));
+  if (ggml_has_shift(type)) {
+    sum += dot(shift[0], vec4(dot(x[0], ones), dot(x[1], ones), dot(x[2], ones), dot(x[3], ones)));
+    if (wide) sum += dot(shift[1], vec4(dot(x[4], ones), dot(x[5], ones), dot(x[6], ones), dot(x[7], ones)));
+  }
+  return sum;
+}
+
+#define BLOCK_ROW_SUM(TYPE, LOAD_PART, row, sum)                                            \
+  {                                                                                         \
+    const uint PER_BLOCK = ggml_parts(TYPE), STEP = LANES * SLICES;                         \
+    const uint row_blocks = pc.n_in / ggml_block_values(TYPE), parts = row_blocks * PER_BLOCK; \
+    const uint first = (row) * row_blocks;                                                  \
+    const bool two_in_flight = PIECES_IN_FLIGHT && ggml_part_values(TYPE) == 16u;           \
+    vec4 q[8], q_next[8], x[8], x_next[8], scale[2], shift[2], scale_next[2], shift_next[2]; \
+    uint p = lane + LANES * slice;                                                          \
+    for (; two_in_flight && p + STEP < parts; p += 2u * STEP) {                             \
+      LOAD_PART(first + p / PER_BLOCK, p % PER_BLOCK, q, scale, shift);                     \
+      LOAD_PART(first + (p + STEP) / PER_BLOCK, (p + STEP) % PER_BLOCK, q_next, scale_next, shift_next); \
+      part_inputs(TYPE, p / PER_BLOCK, p % PER_BLOCK, x);                                   \
+      part_inputs(TYPE, (p + STEP) / PER_BLOCK, (p + STEP) % PER_BLOCK, x_next);            \
+      sum += part_dot(TYPE, q, scale, shift, x) + part_dot(TYPE, q_next, scale_next, shift_next, x_next); \
+    }                                                                                       \
+    for (; p < parts; p += STEP) {                                                          \
+      LOAD_PART(first + p / PER_BLOCK, p % PER_BLOCK, q, scale, shift);                     \
+      part_inputs(TYPE, p / PER_BLOCK, p % PER_BLOCK, x);                                   \
+      sum += part_dot(TYPE, q, scale, shift, x);                                            \
+    }                                                                                       \
+  }
+
+// Two rows of one block type at once, each input run loaded once for both.
+#define BLOCK_ROW_PAIR_SUM(TYPE, LOAD_A, row_a, sum_a, LOAD_B, row_b, sum_b)                \
+  {                                                                                         \
+    const uint PER_BLOCK = ggml_parts(TYPE), STEP = LANES * SLICES;                         \
+    const uint row_blocks = pc.n_in / ggml_block_values(TYPE), parts = row_blocks * PER_BLOCK; \
+    const uint first_a = (row_a) * row_blocks, first_b = (row_b) * row_blocks;              \
+    const bool two_in_flight = PIECES_IN_FLIGHT && ggml_part_values(TYPE) == 16u;           \
+    vec4 qa[8], qb[8], qc[8], qd[8], x[8], x_next[8];                                       \
+    vec4 scale_a[2], shift_a[2], scale_b[2], shift_b[2], scale_c[2], shift_c[2], scale_d[2], shift_d[2]; \
+    uint p = lane + LANES * slice;                                                          \
+    for (; two_in_flight && p + STEP < parts; p += 2u * STEP) {                             \
+      const uint block = p / PER_BLOCK, part = p % PER_BLOCK;                               \
+      const uint block_next = (p + STEP) / PER_BLOCK, part_next = (p + STEP) % PER_BLOCK;   \
+      LOAD_A(first_a + block, part, qa, scale_a, shift_a);                                  \
+      LOAD_B(first_b + block, part, qb, scale_b, shift_b);                                  \
+      LOAD_A(first_a + block_next, part_next, qc, scale_c, shift_c);                        \
+      LOAD_B(first_b + block_next, part_next, qd, scale_d, shift_d);                        \
+      part_inputs(TYPE, block, part, x);                                                    \
+      part_inputs(TYPE, block_next, part_next, x_next);                                     \
+      sum_a += part_dot(TYPE, qa, scale_a, shift_a, x) + part_dot(TYPE, qc, scale_c, shift_c, x_next); \
+      sum_b += part_dot(TYPE, qb, scale_b, shift_b, x) + part_dot(TYPE, qd, scale_d, shift_d, x_next); \
+    }                                                                                       \
+    for (; p < parts; p += STEP) {                                                          \
+      const uint block = p / PER_BLOCK, part = p % PER_BLOCK;                               \
+      LOAD_A(first_a + block, part, qa, scale_a, shift_a);                                  \
+      LOAD_B(first_b + block, part, qb, scale_b, shift_b);                                  \
+      part_inputs(TYPE, block, part, x);                                                    \
+      sum_a += part_dot(TYPE, qa, scale_a, shift_a, x);                                     \
+      sum_b += part_dot(TYPE, qb, scale_b, shift_b, x);                                     \
+    }                                                                                       \
+  }
+
+// Matrix A's row (0, 1 or 2: its bindings and block type), in either form.
+#define MATRIX_ROW_SUM(A, row, sum)                                                         \
+  if (BLOCK_TYPE##A == GGML_PLAIN) ROW_SUM(plain_load##A, words##A, row, sum)               \
+  else BLOCK_ROW_SUM(BLOCK_TYPE##A, block_load##A##_part, row, sum)
+// Rows of matrices A and B, sharing the input where their forms agree.
+#define MATRIX_ROW_PAIR_SUM(A, row_a, sum_a, B, row_b, sum_b)                                \
+  if (BLOCK_TYPE##A == GGML_PLAIN && BLOCK_TYPE##B == GGML_PLAIN)                             \
+    ROW_PAIR_SUM(plain_load##A, words##A, row_a, sum_a, plain_load##B, words##B, row_b, sum_b) \
+  else if (BLOCK_TYPE##A == BLOCK_TYPE##B)                                                    \
+    BLOCK_ROW_PAIR_SUM(BLOCK_TYPE##A, block_load##A##_part, row_a, sum_a, block_load##B##_part, row_b, sum_b) \
+  else {                                                                                      \
+    MATRIX_ROW_SUM(A, row_a, sum_a)                                                           \
+    MATRIX_ROW_SUM(B, row_b, sum_b)                                                           \
   }
 
 // The sum of this slot's lanes (every invocation calls it): one subgroup
@@ -308,7 +405,7 @@ void main() {
   float sum_a = 0.0, sum_b = 0.0;
   if (pc.gated != 0u) {  // a workgroup takes row_slots rows of gate and of up
     const uint r = gl_WorkGroupID.x * row_slots + row_slot;
-    if (r < pc.rows0) ROW_PAIR_SUM(load0, words0, r, sum_a, load1, words1, r, sum_b)
+    if (r < pc.rows0) { MATRIX_ROW_PAIR_SUM(0, r, sum_a, 1, r, sum_b) }
     const float scale = NORM_AFTER_STREAM ? norm_scale() : scale_before;
     const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;
     if (lane == 0u && slice == 0u && r < pc.rows0) {
@@ -323,15 +420,15 @@ void main() {
   const uint local_a = r_a - (m_a == 0u ? 0u : m_a == 1u ? pc.rows0 : pc.rows0 + pc.rows1);
   const uint local_b = r_b - (m_b == 0u ? 0u : m_b == 1u ? pc.rows0 : pc.rows0 + pc.rows1);
   if (m_a == m_b) {
-    if (m_a == 0u) ROW_PAIR_SUM(load0, words0, local_a, sum_a, load0, words0, local_b, sum_b)
-    else if (m_a == 1u) ROW_PAIR_SUM(load1, words1, local_a, sum_a, load1, words1, local_b, sum_b)
-    else if (m_a == 2u) ROW_PAIR_SUM(load2, words2, local_a, sum_a, load2, words2, local_b, sum_b)
+    if (m_a == 0u) { MATRIX_ROW_PAIR_SUM(0, local_a, sum_a, 0, local_b, sum_b) }
+    else if (m_a == 1u) { MATRIX_ROW_PAIR_SUM(1, local_a, sum_a, 1, local_b, sum_b) }
+    else if (m_a == 2u) { MATRIX_ROW_PAIR_SUM(2, local_a, sum_a, 2, local_b, sum_b) }
   } else {  // the rows straddle two matrices (or the end)
-    if (m_a == 0u) ROW_SUM(load0, words0, local_a, sum_a)
-    else if (m_a == 1u) ROW_SUM(load1, words1, local_a, sum_a)
-    else if (m_a == 2u) ROW_SUM(load2, words2, local_a, sum_a)
-    if (m_b == 1u) ROW_SUM(load1, words1, local_b, sum_b)
-    else if (m_b == 2u) ROW_SUM(load2, words2, local_b, sum_b)
+    if (m_a == 0u) { MATRIX_ROW_SUM(0, local_a, sum_a) }
+    else if (m_a == 1u) { MATRIX_ROW_SUM(1, local_a, sum_a) }
+    else if (m_a == 2u) { MATRIX_ROW_SUM(2, local_a, sum_a) }
+    if (m_b == 1u) { MATRIX_ROW_SUM(1, local_b, sum_b) }
+    else if (m_b == 2u) { MATRIX_ROW_SUM(2, local_b, sum_b) }
   }
   const float scale = NORM_AFTER_STREAM ? norm_scale() : scale_before;
   const vec2 totals = row_totals(slot, slice, lane, sum_a, sum_b) * scale;

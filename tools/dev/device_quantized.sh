@@ -14,9 +14,12 @@
 #            first (KVSCOPE_MATVEC_READS_BLOCKS=0), the CPUs' path
 #   prefill  the Llama-3.1-8B shape's time to the first token at 32k, F16
 #            against Q4_K (chunks of 2,048)
+#   slices   the 8B dense step at 32k in Q4_K with every product in 1, 2 and
+#            4 slices (KVSCOPE_MATVEC_SLICES), and in F16, the driver's
+#            statistics of each kernel (registers, instructions) in the JSON
 #   floor    cuBLAS's one-token products and the copy bandwidth
 #            (tools/peers/bench_linear.py): the decode step's memory floor
-# QUEST_LENGTHS (30000 32700) and LLAMA_LENGTHS (32768 131000) choose the
+# TEST_FILTER narrows the tests' gtest filter; QUEST_LENGTHS (30000 32700) and LLAMA_LENGTHS (32768 131000) choose the
 # lengths. Results into $OUT (a JSON a run, cublas.jsonl).
 set -u
 . tools/dev/device_env.sh
@@ -34,7 +37,7 @@ if has tests; then
   [ -n "$tokenizers" ] && mkdir -p "$tokenizers" && tar xf tests/data/tokenizers.tar.xz -C "$tokenizers"
   echo "=== block kernels and the model on the GPU [${SECONDS} s]"
   KVSCOPE_TEST_NO_VALIDATION=1 KVSCOPE_TEST_DEVICE=NVIDIA $B/kvscope_tests --gtest_brief=1 \
-    --gtest_filter='*ModelOpsByBlocks*:*BlockOps*:*GgufModel*:*ModelOps*:*TinyModel*' 2>&1 | tail -4
+    --gtest_filter="${TEST_FILTER:-*ModelOpsByBlocks*:*BlockOps*:*GgufModel*:*ModelOps*:*TinyModel*}" 2>&1 | tail -4
   echo "=== llama.cpp's quantized files through kvscope on the GPU [${SECONDS} s]"
   tests/llamacpp_quantized_test.sh "$B/kvscope" python3 2>&1 | tail -6
 fi
@@ -61,6 +64,17 @@ if has widen; then
   echo "=== Llama-3.1-8B, q4_k, 32k, each matrix widened first (KVSCOPE_MATVEC_READS_BLOCKS=0) [${SECONDS} s]"
   KVSCOPE_MATVEC_READS_BLOCKS=0 $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights --weight-type q4_k \
     --regime decode --length 32768 --chunk 2048 --methods dense --steps 16 --rounds 2 --json "$O/widen8b_q4_k.json" 2>&1 | rows
+fi
+if has slices; then
+  for slices in 1 2 4; do
+    echo "=== Llama-3.1-8B, q4_k, 32k, dense, $slices slices [${SECONDS} s]"
+    KVSCOPE_MATVEC_SLICES=$slices $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights \
+      --weight-type q4_k --regime decode --length 32768 --chunk 2048 --methods dense --steps 16 --rounds 2 --kernel-stats \
+      --json "$O/slices8b_q4_k_$slices.json" 2>&1 | rows
+  done
+  echo "=== Llama-3.1-8B, f16, 32k, dense [${SECONDS} s]"
+  $B/kvscope speed --model assets/shapes/llama-3.1-8b.json --random-weights --weight-type f16 --regime decode \
+    --length 32768 --chunk 2048 --methods dense --steps 16 --rounds 2 --kernel-stats --json "$O/slices8b_f16.json" 2>&1 | rows
 fi
 if has prefill; then
   for type in f16 q4_k; do
