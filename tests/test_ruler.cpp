@@ -15,6 +15,7 @@
 #include "model/files.h"
 #include "model/prompts.h"
 #include "random_capture.h"
+#include "ruler/ruler_files.h"
 #include "ruler/tasks.h"
 
 namespace kv {

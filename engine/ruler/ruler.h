@@ -5,6 +5,8 @@
 // for every task and length, --samples prompts run with dense and each method
 // and budget in the regime asked (model/prompt_runs.h), the answer generated
 // greedily after the task's answer prefix and scored by RULER's string match.
+// With RULER's own files (ruler/ruler_files.h) in place of generated prompts,
+// a task's records are its samples, fed to the model as written.
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "model/checkpoint.h"
 #include "model/selection_plan.h"
 #include "model/tokenizer.h"
+#include "ruler/ruler_files.h"
 #include "ruler/tasks.h"
 #include "sweep/results.h"
 #include "vk/device.h"
@@ -32,19 +35,25 @@ struct RulerConfig {
   // also stops at an end of sequence and once every reference is in the
   // answer, where the score can no longer change.
   uint32_t max_generate = 0;
+  // RULER's generated files, a task each (`tasks` their names): each record's
+  // input and answer prefix, as written, after the model's BOS, its answer
+  // scored by the task's metric; lengths, samples, seed and texts unused.
+  std::vector<RulerTaskFile> files;
+  std::string data_dir;  // where they were read, for the settings
 };
 
 // One cell: a (task, length, method, budget) over its samples.
 struct RulerResult {
   std::string task;
-  uint32_t length = 0;
+  uint32_t length = 0;  // with files: the largest of the records' own lengths
   std::string method;
   uint32_t budget = 0;  // 0 for dense
   model::SelectionPlan plan;
-  double matched = 0;  // string_match_all summed over the samples
+  double matched = 0;  // the task's metric (string_match_all or _part) summed over the samples
   uint32_t samples = 0;
   std::vector<std::string> predictions;                // what the model said, per sample
   std::vector<std::vector<std::string>> references;    // what it should have, per sample
+  std::vector<int64_t> indices;                        // with files: each sample's record `index`
   double score() const { return samples ? 100 * matched / samples : 0; }  // RULER's 0..100
 };
 
@@ -61,7 +70,8 @@ using RulerProgress = std::function<void(size_t done, size_t total)>;
 
 // Runs the cells `cells` wants, handing each to cells.done as its last sample
 // finishes, and returns them in order. InputError for an unknown task or
-// method, a length past the model's context or too short for a task.
+// method, a length past the model's context or too short for a task, and
+// (setting "data") a file's prompt and answer past the model's context.
 std::vector<RulerResult> run_ruler(const vk::Device& device, const model::Checkpoint& checkpoint,
                                    const model::Tokenizer& tokenizer, const RulerConfig& config,
                                    const RulerProgress& progress = {}, const sweep::CellHooks<RulerResult>& cells = {});

@@ -465,29 +465,4 @@ void check_length(const TaskSpec& t, const model::Tokenizer& tokenizer, const mo
                      "lengths");
 }
 
-std::string postprocess_prediction(const std::string& prediction) {
-  auto trim = [](std::string s) {
-    const char* space = " \t\n\r\f\v";
-    const size_t first = s.find_first_not_of(space);
-    if (first == std::string::npos) return std::string();
-    return s.substr(first, s.find_last_not_of(space) - first + 1);
-  };
-  std::string s = trim(prediction);
-  for (char& c : s)
-    if (uint8_t(c) < 0x20) c = '\n';
-  return trim(s);
-}
-
-double string_match_all(const std::string& prediction, const std::vector<std::string>& references) {
-  if (references.empty()) return 0;
-  auto lower = [](std::string s) {
-    for (char& c : s) c = char(std::tolower(uint8_t(c)));
-    return s;
-  };
-  const std::string said = lower(postprocess_prediction(prediction));
-  size_t found = 0;
-  for (const std::string& r : references) found += said.find(lower(r)) != std::string::npos ? 1 : 0;
-  return double(found) / double(references.size());
-}
-
 }  // namespace kv::ruler

@@ -5,7 +5,8 @@
 // essay or needle haystack; keys and values as words, numbers or UUIDs),
 // variable tracking, common-words and frequent-words extraction. Each prompt
 // is fitted to a length in the model's own tokens (the prompt plus the
-// tokens the task generates), and scored by RULER's string match.
+// tokens the task generates), and scored by RULER's string match
+// (ruler/ruler_files.h).
 // docs/methods.md ("RULER") says where this departs from RULER's sources.
 #include <cstdint>
 #include <string>
@@ -76,11 +77,5 @@ RulerPrompt ruler_prompt(const TaskSpec& task, const model::Tokenizer& tokenizer
 // answer do not fit `length`: a sweep checks every task and length first.
 void check_length(const TaskSpec& task, const model::Tokenizer& tokenizer, const model::ModelConfig& model,
                   const TaskTexts& texts, uint32_t length);
-
-// RULER's postprocess_pred: trimmed, control characters made newlines.
-std::string postprocess_prediction(const std::string& prediction);
-// RULER's string_match_all for one prediction, 0..1: the share of the
-// references found in it, ignoring case (ASCII).
-double string_match_all(const std::string& prediction, const std::vector<std::string>& references);
 
 }  // namespace kv::ruler

@@ -153,15 +153,16 @@ def ppl_figure(ppl, title=None):
 def ruler_figure(ruler, title=None):
     """ruler: `kvscope ruler --json`'s object (or Model.ruler's dict). As kvpress's leaderboard draws RULER:
     the score (mean over the tasks) against the budget, a line per method, dense a dashed line; a panel per
-    length."""
-    lengths = sorted({r["length"] for r in ruler["results"]})
+    length (with `kvscope ruler --data`, one: each task's length is its files' own)."""
+    from_files = "data" in ruler
+    lengths = [0] if from_files else sorted({r["length"] for r in ruler["results"]})
     figure, panels = plt.subplots(1, len(lengths), figsize=(5 * len(lengths), 4), layout="constrained", squeeze=False)
     labels = sorted({_label(r) for r in ruler["results"] if r["method"] != "dense"})
     for axes, length in zip(panels[0], lengths):
         scores = defaultdict(lambda: defaultdict(list))  # label -> budget -> task scores
         dense = []
         for r in ruler["results"]:
-            if r["length"] != length:
+            if not from_files and r["length"] != length:
                 continue
             if r["method"] == "dense":
                 dense.append(r["score"])
@@ -177,7 +178,10 @@ def ruler_figure(ruler, title=None):
         _budget_axis(axes, sorted({r["budget"] for r in ruler["results"] if r["method"] != "dense"}))
         axes.set_ylim(-2, 102)
         axes.set_ylabel("RULER score (mean over tasks)")
-        axes.set_title(f"{length // 1024}k tokens" if length % 1024 == 0 else f"{length} tokens", fontsize=10)
+        if from_files:
+            axes.set_title("RULER's files", fontsize=10)
+        else:
+            axes.set_title(f"{length // 1024}k tokens" if length % 1024 == 0 else f"{length} tokens", fontsize=10)
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
     tasks = ", ".join(ruler.get("tasks", []))
