@@ -19,6 +19,7 @@
 #include "model_matmul_matrix_khr.spv.h"
 #include "model_matmul_splits.spv.h"
 #include "model_matvec.spv.h"
+#include "model_matvec_blocks.spv.h"
 #include "model_random_fill.spv.h"
 #include "model_rmsnorm.spv.h"
 #include "model_rope.spv.h"
@@ -246,7 +247,12 @@ void ModelKernels::linear(vk::Pass& pass, const DeviceMatrix& matrix, const vk::
 const vk::Kernel& ModelKernels::matvec(uint32_t slices, bool rope, const uint32_t (&types)[3]) const {
   return variant(matvec_, std::make_tuple(slices, rope, types[0], types[1], types[2]), [&] {
     const DeviceClass device = device_class(device_.info());
-    return vk::Kernel(device_, "model_matvec", model_matvec_spirv, vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
+    // Blocks take a kernel of their own: the plain one, which a CPU's products
+    // run, then compiles without their code (lavapipe: 2 s against 8 s).
+    const bool blocks = types[0] != kPlain || types[1] != kPlain || types[2] != kPlain;
+    return vk::Kernel(device_, blocks ? "model_matvec_blocks" : "model_matvec",
+                      blocks ? std::span<const uint32_t>(model_matvec_blocks_spirv) : std::span<const uint32_t>(model_matvec_spirv),
+                      vk::KernelLayout{17, sizeof(layouts::ModelMatvecPush)},
                       std::vector<uint32_t>{element_type(storage_), matvec_norm_after_stream(device) ? 1u : 0u, slices,
                                             rope ? 1u : 0u, types[0], types[1], types[2], device == DeviceClass::gpu ? 1u : 0u});
   });
