@@ -1,6 +1,7 @@
 # Sourced by the CLI's test scripts: `expect CODE DESCRIPTION -- COMMAND...`
 # runs the command with its output in $work/out and $work/err and checks its
-# exit code, and for exit 2 the one line on stderr; `fail` counts a failure.
+# exit code, and for exit 2 the one line on stderr; `fail` counts a failure;
+# `same DESCRIPTION FILE1 FILE2` checks two files are equal; `lines FILE`.
 failures=0
 passes=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -18,3 +19,7 @@ expect() {
   echo "ok: $what"
   passes=$((passes + 1))
 }
+same() {  # same DESCRIPTION FILE1 FILE2
+  if cmp -s "$2" "$3"; then echo "ok: $1"; passes=$((passes + 1)); else fail "$1: $2 and $3 differ"; fi
+}
+lines() { wc -l <"$1"; }

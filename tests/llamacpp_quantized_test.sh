@@ -112,5 +112,23 @@ for bad in cut type99 relabelled; do
   [ "$(wc -l <"$work/err")" = 1 ] && grep -q "GGUF tensor blk\.0\." "$work/err" || { fail "$bad: not one line naming the tensor"; cat "$work/err"; }
 done
 
+# Every command that takes a model, on one of them (Q4_K_M: Q4_K and Q6_K
+# matrices), as on any model: a decode step's products of blocks, a chunk's
+# widened, and each command's own outputs.
+q=$dir/Q4_K_M.gguf
+expect 0 "needle on the Q4_K_M file" -- "$kvscope" needle --model "$q" --lengths 1024 --depths 0.5 --methods dense,quest \
+  --budgets 32 --json "$work/n.json"
+expect 0 "ruler on the Q4_K_M file" -- "$kvscope" ruler --model "$q" --tasks niah_single_1 --lengths 1024 --samples 1 \
+  --methods dense,quest --budgets 32 --tokens-to-generate 4 --json "$work/r.json"
+expect 0 "ppl on the Q4_K_M file, both regimes" -- "$kvscope" ppl --model "$q" --length 128 --scored 20 --methods dense,quest \
+  --budgets 32 --regime both --chunk 64 --json "$work/p.json"
+grep -q '"perplexity"' "$work/p.json" || fail "ppl on the Q4_K_M file: no perplexity"
+expect 0 "speed on the Q4_K_M file, both regimes" -- "$kvscope" speed --model "$q" --length 512 --steps 2 --rounds 1 \
+  --methods dense,quest --budgets 32 --chunk 64 --regime both --json "$work/s.json"
+grep -q '"types": "Q4_K x [0-9]*, Q6_K x [0-9]*"' "$work/s.json" || fail "speed on the Q4_K_M file: its weights' types unrecorded"
+expect 0 "capture on the Q4_K_M file" -- "$kvscope" capture --model "$q" --passkey --length 300 --depth 0.5 --layers 0 \
+  --out "$work/q.safetensors"
+expect 0 "eval of that capture" -- "$kvscope" eval --capture "$work/q.safetensors" --decode --methods quest --budgets 32 --probes 2
+
 echo "$passes passed, $failures failed"
 [ "$failures" = 0 ]

@@ -11,10 +11,6 @@ kvscope=$(realpath "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 . "$(dirname "$0")/expect.sh"
-same() {  # same DESCRIPTION FILE1 FILE2
-  if cmp -s "$2" "$3"; then echo "ok: $1"; passes=$((passes + 1)); else fail "$1: $2 and $3 differ"; fi
-}
-lines() { wc -l <"$1"; }
 
 tests=$(cd "$(dirname "$0")" && pwd)
 model=$tests/../assets/models/llama-debian-5m

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
 
 #include "base/error.h"
 
@@ -23,51 +25,6 @@ uint64_t fnv1a(const std::string& bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (char c : bytes) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
   return h;
-}
-
-// One code point of UTF-8 at s[i] (its length in n), or -1 for a byte that starts none.
-int32_t next_code_point(const std::string& s, size_t i, size_t& n) {
-  const uint8_t b = uint8_t(s[i]);
-  n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return n = 1, -1;
-  int32_t cp = n == 1 ? b : b & (0x7f >> n);
-  for (size_t k = 1; k < n; ++k) {
-    if ((uint8_t(s[i + k]) & 0xc0) != 0x80) return n = 1, -1;
-    cp = (cp << 6) | (uint8_t(s[i + k]) & 0x3f);
-  }
-  return cp;
-}
-
-void append_utf8(std::string& out, int32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xc0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3f));
-  } else {
-    out += char(0xe0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  }
-}
-
-int32_t lower_code_point(int32_t c) {
-  if (c >= 'A' && c <= 'Z') return c + 32;
-  if (c >= 0xc0 && c <= 0xde && c != 0xd7) return c + 32;  // Latin-1
-  if (c >= 0x100 && c <= 0x17f) {                            // Latin Extended-A: pairs
-    if (c == 0x130 || c == 0x131 || c == 0x138 || c == 0x149 || c == 0x17f) return c;  // İ lowers to two code points
-    if (c == 0x178) return 0xff;
-    const bool odd_upper = (c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e);
-    return (c % 2 == 1) == odd_upper ? c + 1 : c;
-  }
-  if (c >= 0x391 && c <= 0x3a9 && c != 0x3a2) return c + 32;  // Greek
-  if (c == 0x386) return 0x3ac;
-  if (c >= 0x388 && c <= 0x38a) return c + 37;
-  if (c == 0x38c) return 0x3cc;
-  if (c == 0x38e || c == 0x38f) return c + 63;
-  if (c >= 0x410 && c <= 0x42f) return c + 32;  // Cyrillic
-  if (c >= 0x400 && c <= 0x40f) return c + 80;
-  return c;
 }
 
 }  // namespace
@@ -191,10 +148,20 @@ std::string postprocess_prediction(const std::string& prediction) {
 std::string lowercase(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0, n = 0; i < text.size(); i += n) {
-    const int32_t cp = next_code_point(text, i, n);
-    if (cp < 0 || n == 4) out.append(text, i, n);
-    else append_utf8(out, lower_code_point(cp));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  const int32_t length = int32_t(text.size());
+  for (int32_t i = 0; i < length;) {
+    const int32_t start = i;
+    UChar32 c;
+    U8_NEXT(bytes, i, length, c);
+    if (c < 0) {
+      out.append(text, size_t(start), size_t(i - start));
+      continue;
+    }
+    char lowered[U8_MAX_LENGTH];
+    int32_t n = 0;
+    U8_APPEND_UNSAFE(lowered, n, u_tolower(c));
+    out.append(lowered, size_t(n));
   }
   return out;
 }

@@ -64,9 +64,9 @@ std::string postprocess_prediction(const std::string& prediction);
 double string_match_all(const std::string& prediction, const std::vector<std::string>& references);
 double string_match_part(const std::string& prediction, const std::vector<std::string>& references);
 double ruler_score(RulerMetric metric, const std::string& prediction, const std::vector<std::string>& references);
-// Python's str.lower on UTF-8 text, for the alphabets RULER's answers are in:
-// ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic capitals; other
-// characters (and bytes that are not UTF-8) as they are.
+// Python's str.lower on UTF-8 text by ICU's simple case mapping (a code
+// point for a code point, where Python lowers U+0130 to two); bytes that are
+// not UTF-8 as they are.
 std::string lowercase(const std::string& text);
 
 }  // namespace kv::ruler
