@@ -26,6 +26,7 @@
 #include "model/perplexity.h"
 #include "model/prompts.h"
 #include "ruler/ruler.h"
+#include "ruler/ruler_files.h"
 #include "sweep/reports.h"
 #include "sweep/results.h"
 #include "vk/device.h"
@@ -443,26 +444,38 @@ py::object model_needle(const PyModel& m, const std::string& task, const py::obj
   return from_json(j);
 }
 
-py::object model_ruler(const PyModel& m, const py::object& tasks, const py::object& lengths, int64_t samples,
-                       const py::object& methods, const py::object& budgets, const std::string& regime,
-                       int64_t prefill_budget, const py::object& dense_layers, const py::object& words,
-                       const py::object& haystack, int64_t tokens_to_generate, int64_t chunk, int64_t seed,
-                       const py::kwargs& kwargs) {
+py::object model_ruler(const PyModel& m, const py::object& data, const py::object& tasks, const py::object& lengths,
+                       const py::object& samples, const py::object& methods, const py::object& budgets,
+                       const std::string& regime, int64_t prefill_budget, const py::object& dense_layers,
+                       const py::object& words, const py::object& haystack, int64_t tokens_to_generate, int64_t chunk,
+                       const py::object& seed, const py::kwargs& kwargs) {
   ruler::RulerConfig config;
-  if (tasks.is_none()) {
-    for (const ruler::TaskSpec& t : ruler::task_table()) config.tasks.push_back(t.name);
+  if (!data.is_none()) {  // RULER's own files, as `kvscope ruler --data`
+    for (const auto& [name, given] : {std::pair{"lengths", &lengths}, {"seed", &seed}, {"words", &words}, {"haystack", &haystack}})
+      if (!given->is_none())
+        throw InputError(std::string("ruler: ") + name + " is for generated prompts; data's files are RULER's own");
+    const std::string dir = data.cast<std::string>();
+    config.tasks = tasks.is_none() ? ruler::ruler_data_tasks(dir) : tasks.cast<std::vector<std::string>>();
+    const uint32_t first = samples.is_none() ? 0 : count_of(samples.cast<int64_t>(), "samples");
+    for (const std::string& task : config.tasks) config.files.push_back(ruler::read_ruler_task(dir, task, first));
+    config.data_dir = std::filesystem::absolute(dir).lexically_normal().string();
   } else {
-    config.tasks = tasks.cast<std::vector<std::string>>();
-    for (const std::string& t : config.tasks) ruler::find_task(t);
+    if (tasks.is_none()) {
+      for (const ruler::TaskSpec& t : ruler::task_table()) config.tasks.push_back(t.name);
+    } else {
+      config.tasks = tasks.cast<std::vector<std::string>>();
+      for (const std::string& t : config.tasks) ruler::find_task(t);
+    }
+    config.lengths = lengths.is_none() ? std::vector<uint32_t>{4096} : counts_of(lengths, "lengths");
+    config.samples = samples.is_none() ? 4 : count_of(samples.cast<int64_t>(), "samples");
+    config.seed = seed.is_none() ? 0 : count_of(seed.cast<int64_t>(), "seed");
+    config.texts.words = ruler::read_word_list(words.is_none() ? ruler::kDefaultWordList : words.cast<std::string>());
+    config.texts.essay =
+        haystack.is_none() ? model::read_text_file(bundled_asset("text/licenses.txt")) : haystack.cast<std::string>();
   }
-  config.lengths = counts_of(lengths, "lengths");
-  config.samples = count_of(samples, "samples");
-  config.seed = count_of(seed, "seed");
   config.sweep = sweep_from(methods, budgets, regime, prefill_budget, dense_layers, kwargs);
   config.chunk = chunk_of(chunk);
   config.max_generate = count_of(tokens_to_generate, "tokens_to_generate");
-  config.texts.words = ruler::read_word_list(words.is_none() ? ruler::kDefaultWordList : words.cast<std::string>());
-  config.texts.essay = haystack.is_none() ? model::read_text_file(bundled_asset("text/licenses.txt")) : haystack.cast<std::string>();
   const vk::Device& d = device_or_default(m.device);
   std::vector<ruler::RulerResult> results;
   {
@@ -681,17 +694,20 @@ PYBIND11_MODULE(kvscope, m) {
                "writes it (a dict; its results one per length, depth, method and budget). task passkey or kv "
                "(kv hides its fact in `haystack`, default the bundled licence texts); regime decode, prefill "
                "or both."))
-      .def("ruler", &model_ruler, py::kw_only(), py::arg("tasks") = py::none(),
-           py::arg("lengths") = std::vector<uint32_t>{4096}, py::arg("samples") = 4,
+      .def("ruler", &model_ruler, py::kw_only(), py::arg("data") = py::none(), py::arg("tasks") = py::none(),
+           py::arg("lengths") = py::none(), py::arg("samples") = py::none(),
            py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},
            py::arg("budgets") = std::vector<uint32_t>{256, 1024}, py::arg("regime") = "decode",
            py::arg("prefill_budget") = 0, py::arg("dense_layers") = py::none(), py::arg("words") = py::none(),
            py::arg("haystack") = py::none(), py::arg("tokens_to_generate") = 0, py::arg("chunk") = 128,
-           py::arg("seed") = 0,
+           py::arg("seed") = py::none(),
            doc("RULER's synthetic tasks (all 11 by default, or `tasks`) with each method and budget inside the "
                "model, as `kvscope ruler --json` writes it (a dict; a result per task, length, method and budget "
-               "with its score 0-100, predictions and references). words: a word list file (default Debian's "
-               "wamerican); haystack: the essay haystack's text (default the bundled licence texts)."))
+               "with its score 0-100, predictions and references). lengths default [4096], samples 4, seed 0; "
+               "words: a word list file (default Debian's wamerican); haystack: the essay haystack's text (default "
+               "the bundled licence texts). data: a folder of RULER's own generated files "
+               "(<task>/validation.jsonl), scored as `kvscope ruler --data` scores them (every record unless "
+               "samples; lengths, seed, words and haystack refused)."))
       .def("perplexity", &model_perplexity, py::kw_only(), py::arg("text") = py::none(), py::arg("length") = 4096,
            py::arg("scored") = 512, py::arg("methods") = std::vector<std::string>{"dense", "quest", "fier", "streaming"},
            py::arg("budgets") = std::vector<uint32_t>{64, 256, 1024}, py::arg("regime") = "decode",

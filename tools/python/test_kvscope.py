@@ -246,6 +246,21 @@ def test_model_ruler_is_the_cli_ruler():
     assert got["tasks"] == ["niah_single_1"] and 0 <= got["results"][0]["score"] <= 100
 
 
+def test_model_ruler_on_rulers_files_is_the_cli_ruler():
+    data = os.path.join(ROOT, "tests", "data", "ruler")
+    model = kvscope.Model(DEBIAN5M)
+    got = model.ruler(data=data, methods=["dense", "quest"], budgets=[32], tokens_to_generate=4)
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "r.json")
+        cli("ruler", "--model", DEBIAN5M, "--data", data, "--methods", "dense,quest", "--budgets", "32",
+            "--tokens-to-generate", "4", "--json", out)
+        with open(out) as f:
+            want = json.load(f)
+    assert got["results"] == want["results"] and len(got["results"]) == 6
+    with pytest.raises(ValueError, match="lengths is for generated prompts"):
+        model.ruler(data=data, lengths=[4096])
+
+
 def cli_figures(folder, kind, results):
     out = os.path.join(folder, kind + ".png")
     script = os.path.join(ROOT, "tools", "figures", "kvscope_figures.py")
