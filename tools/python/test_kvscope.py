@@ -249,14 +249,14 @@ def test_model_ruler_is_the_cli_ruler():
 def test_model_ruler_on_rulers_files_is_the_cli_ruler():
     data = os.path.join(ROOT, "tests", "data", "ruler")
     model = kvscope.Model(DEBIAN5M)
-    got = model.ruler(data=data, methods=["dense", "quest"], budgets=[32], tokens_to_generate=4)
+    got = model.ruler(data=data, tasks=["qa_1"], methods=["dense"], tokens_to_generate=4)
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "r.json")
-        cli("ruler", "--model", DEBIAN5M, "--data", data, "--methods", "dense,quest", "--budgets", "32",
+        cli("ruler", "--model", DEBIAN5M, "--data", data, "--tasks", "qa_1", "--methods", "dense",
             "--tokens-to-generate", "4", "--json", out)
         with open(out) as f:
             want = json.load(f)
-    assert got["results"] == want["results"] and len(got["results"]) == 6
+    assert got["results"] == want["results"] and len(got["results"]) == 1
     with pytest.raises(ValueError, match="lengths is for generated prompts"):
         model.ruler(data=data, lengths=[4096])
 
