@@ -49,6 +49,14 @@ std::vector<int32_t> record_tokens(const model::Tokenizer& tokenizer, const mode
 
 }  // namespace
 
+void read_ruler_files(RulerConfig& config, const std::filesystem::path& dir, std::vector<std::string> tasks,
+                      uint32_t max_records) {
+  config.tasks = tasks.empty() ? ruler_data_tasks(dir) : std::move(tasks);
+  config.files.clear();
+  for (const std::string& task : config.tasks) config.files.push_back(read_ruler_task(dir, task, max_records));
+  config.data_dir = std::filesystem::absolute(dir).lexically_normal().string();
+}
+
 sweep::SweepCells ruler_cells(const RulerConfig& c) {
   sweep::SweepCells cells;
   const std::string regime = model::regime_name(c.sweep.regime);

@@ -8,6 +8,7 @@
 // With RULER's own files (ruler/ruler_files.h) in place of generated prompts,
 // a task's records are its samples, fed to the model as written.
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -41,6 +42,12 @@ struct RulerConfig {
   std::vector<RulerTaskFile> files;
   std::string data_dir;  // where they were read, for the settings
 };
+
+// config read from RULER's files in dir (`kvscope ruler --data`): the
+// `tasks` given (empty: every task folder there), each its first
+// `max_records` records (0: all), and dir for the settings.
+void read_ruler_files(RulerConfig& config, const std::filesystem::path& dir, std::vector<std::string> tasks,
+                      uint32_t max_records);
 
 // One cell: a (task, length, method, budget) over its samples.
 struct RulerResult {

@@ -126,10 +126,9 @@ int run_ruler(const GlobalOptions& global, const std::vector<std::string>& argv)
     for (const char* generated_only : {"lengths", "seed", "words", "haystack-file"})
       if (args.has(generated_only))
         throw InputError(std::string("ruler: --") + generated_only + " is for generated prompts; --data's files are RULER's own");
-    config.tasks = args.text("tasks", "all") == "all" ? ruler::ruler_data_tasks(data) : args.texts("tasks", "");
-    const uint32_t first = args.count("samples", 0, 1, 1u << 30);
-    for (const std::string& task : config.tasks) config.files.push_back(ruler::read_ruler_task(data, task, first));
-    config.data_dir = std::filesystem::absolute(data).lexically_normal().string();
+    ruler::read_ruler_files(config, data,
+                            args.text("tasks", "all") == "all" ? std::vector<std::string>{} : args.texts("tasks", ""),
+                            args.count("samples", 0, 1, 1u << 30));
   } else {
     if (args.text("tasks", "all") == "all") {
       for (const ruler::TaskSpec& t : ruler::task_table()) config.tasks.push_back(t.name);

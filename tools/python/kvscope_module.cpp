@@ -26,7 +26,6 @@
 #include "model/perplexity.h"
 #include "model/prompts.h"
 #include "ruler/ruler.h"
-#include "ruler/ruler_files.h"
 #include "sweep/reports.h"
 #include "sweep/results.h"
 #include "vk/device.h"
@@ -454,11 +453,9 @@ py::object model_ruler(const PyModel& m, const py::object& data, const py::objec
     for (const auto& [name, given] : {std::pair{"lengths", &lengths}, {"seed", &seed}, {"words", &words}, {"haystack", &haystack}})
       if (!given->is_none())
         throw InputError(std::string("ruler: ") + name + " is for generated prompts; data's files are RULER's own");
-    const std::string dir = data.cast<std::string>();
-    config.tasks = tasks.is_none() ? ruler::ruler_data_tasks(dir) : tasks.cast<std::vector<std::string>>();
-    const uint32_t first = samples.is_none() ? 0 : count_of(samples.cast<int64_t>(), "samples");
-    for (const std::string& task : config.tasks) config.files.push_back(ruler::read_ruler_task(dir, task, first));
-    config.data_dir = std::filesystem::absolute(dir).lexically_normal().string();
+    ruler::read_ruler_files(config, data.cast<std::string>(),
+                            tasks.is_none() ? std::vector<std::string>{} : tasks.cast<std::vector<std::string>>(),
+                            samples.is_none() ? 0 : count_of(samples.cast<int64_t>(), "samples"));
   } else {
     if (tasks.is_none()) {
       for (const ruler::TaskSpec& t : ruler::task_table()) config.tasks.push_back(t.name);
